@@ -124,8 +124,14 @@ def audit_log(
     offset: int = 0,
 ):
     org = access.organization_for(request.user, organization, read="audit_log:read")
-    filters = {"actor": actor, "resource_type": resource_type, "action": action, "outcome": outcome,
-               "since": since, "until": until}
+    filters = {
+        "actor": actor,
+        "resource_type": resource_type,
+        "action": action,
+        "outcome": outcome,
+        "since": since,
+        "until": until,
+    }
     limit = max(1, min(limit, 1000))
     offset = max(0, offset)
     events = selectors.audit_events(request.user, organization=org, filters=filters)[offset : offset + limit]

@@ -24,8 +24,9 @@ class RequestContext:
     user_agent: str = ""
 
 
-_request_context: contextvars.ContextVar[RequestContext] = contextvars.ContextVar(
-    "audit_request_context", default=RequestContext()
+_NO_REQUEST = RequestContext()
+_request_context: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar(
+    "audit_request_context", default=None
 )
 
 
@@ -67,7 +68,7 @@ def record(
     Call it inside the same ``transaction.atomic()`` block as the change it records, so that both commit or
     neither does. A rolled-back change leaves no event.
     """
-    context = _request_context.get()
+    context = _request_context.get() or _NO_REQUEST
     actor_obj = actor if actor is not None and actor.is_authenticated else None
     event = AuditEvent.objects.create(
         organization=organization,

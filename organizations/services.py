@@ -151,7 +151,9 @@ def membership_remove(*, actor: User | None, membership: Membership) -> None:
     with transaction.atomic():
         if membership.role == Role.ADMIN and not _other_admins_exist(membership):
             raise _field_error("user", "An organization needs at least one admin; make someone else admin first.")
-        auth_group_ids = list(OrgGroup.objects.filter(organization=organization).values_list("auth_group_id", flat=True))
+        auth_group_ids = list(
+            OrgGroup.objects.filter(organization=organization).values_list("auth_group_id", flat=True)
+        )
         user.groups.remove(*auth_group_ids)
         removed_perms = _remove_object_permissions(user, organization)
         membership.delete()
@@ -223,9 +225,7 @@ def _everyone(organization: Organization) -> OrgGroup:
 
 def _group_create(organization: Organization, name: str, *, is_everyone: bool = False) -> OrgGroup:
     auth_group = AuthGroup.objects.create(name=f"org{organization.pk}-{uuid.uuid4().hex[:16]}")
-    return OrgGroup.objects.create(
-        organization=organization, name=name, is_everyone=is_everyone, auth_group=auth_group
-    )
+    return OrgGroup.objects.create(organization=organization, name=name, is_everyone=is_everyone, auth_group=auth_group)
 
 
 def _clean_group_name(name: str) -> str:
@@ -261,14 +261,20 @@ def group_create(*, actor: User, organization: Organization, name: str) -> OrgGr
 
 def _refuse_everyone(group: OrgGroup, what: str) -> None:
     if group.is_everyone:
-        raise _field_error("group", f"The Everyone group always holds exactly the current members; it cannot be {what}.")
+        raise _field_error(
+            "group", f"The Everyone group always holds exactly the current members; it cannot be {what}."
+        )
 
 
 def group_rename(*, actor: User, group: OrgGroup, name: str) -> OrgGroup:
     _refuse_everyone(group, "renamed")
     name = _clean_group_name(name)
     with transaction.atomic():
-        if OrgGroup.objects.filter(organization_id=group.organization_id, name__iexact=name).exclude(pk=group.pk).exists():
+        if (
+            OrgGroup.objects.filter(organization_id=group.organization_id, name__iexact=name)
+            .exclude(pk=group.pk)
+            .exists()
+        ):
             raise _field_error("name", f"A group named {name} already exists.")
         before = group.name
         group.name = name

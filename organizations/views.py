@@ -209,12 +209,8 @@ def organizations(request: HttpRequest) -> HttpResponse:
                 for message in _errors(exc):
                     form.add_error(None, message)
         status = 400
-    orgs = [
-        (o, access.org_permissions(request.user, o)) for o in selectors.organizations_for_list(request.user)
-    ]
-    rows = [
-        {"org": o, "can_read": ORGANIZATION_READ in p, "can_manage": ORGANIZATION_MANAGE in p} for o, p in orgs
-    ]
+    orgs = [(o, access.org_permissions(request.user, o)) for o in selectors.organizations_for_list(request.user)]
+    rows = [{"org": o, "can_read": ORGANIZATION_READ in p, "can_manage": ORGANIZATION_MANAGE in p} for o, p in orgs]
     context = {"rows": rows, "form": form, "can_create": access.is_site_owner(request.user)}
     return render(request, "organizations/organizations.html", context, status=status)
 
@@ -229,9 +225,7 @@ def members(request: HttpRequest) -> HttpResponse:
     form = MemberAddForm(request.POST or None)
     status = 200
     if request.method == "POST":
-        access.require(
-            request.user, organization, ORGANIZATION_MANAGE, action="member.add", resource_type="membership"
-        )
+        access.require(request.user, organization, ORGANIZATION_MANAGE, action="member.add", resource_type="membership")
         if form.is_valid():
             query = form.cleaned_data["user"].strip()
             user = selectors.search_users_for_org(organization, query).first()
@@ -347,7 +341,9 @@ def groups(request: HttpRequest) -> HttpResponse:
         access.require(request.user, organization, ORGANIZATION_MANAGE, action="group.create", resource_type="group")
         if form.is_valid():
             try:
-                group = services.group_create(actor=request.user, organization=organization, name=form.cleaned_data["name"])
+                group = services.group_create(
+                    actor=request.user, organization=organization, name=form.cleaned_data["name"]
+                )
                 messages.success(request, f"Group {group.name} created.")
                 return redirect("group", group_id=group.pk)
             except ValidationError as exc:
@@ -468,7 +464,9 @@ def roles(request: HttpRequest) -> HttpResponse:
     form = CustomRoleForm(request.POST or None)
     status = 200
     if request.method == "POST":
-        access.require(request.user, organization, ORGANIZATION_MANAGE, action="role.create", resource_type="custom_role")
+        access.require(
+            request.user, organization, ORGANIZATION_MANAGE, action="role.create", resource_type="custom_role"
+        )
         if form.is_valid():
             try:
                 services.custom_role_create(
@@ -623,8 +621,20 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 def _export(events, kind: str, organization: Organization | None) -> StreamingHttpResponse:
     stem = f"{organization.name if organization else 'all'}-audit-log-{timezone.now():%Y%m%d-%H%M%S}"
-    columns = ["id", "time", "organization", "actor", "action", "resource_type", "resource_id", "resource_name",
-               "outcome", "ip_address", "user_agent", "changes"]
+    columns = [
+        "id",
+        "time",
+        "organization",
+        "actor",
+        "action",
+        "resource_type",
+        "resource_id",
+        "resource_name",
+        "outcome",
+        "ip_address",
+        "user_agent",
+        "changes",
+    ]
 
     def csv_rows():
         buffer = io.StringIO()

@@ -46,6 +46,6 @@ class Command(BaseCommand):
                     if not Membership.objects.filter(user=user, organization=orgs[org_name]).exists():
                         services.membership_add(actor=None, organization=orgs[org_name], user=user, role=role)
         self.stdout.write("Demo sign-ins (development only), password for all: " + DEMO_PASSWORD)
-        for username, full_name, site_owner, roles in PEOPLE:
+        for username, _, site_owner, roles in PEOPLE:
             what = "site owner" if site_owner else ", ".join(f"{r} of {o}" for o, r in roles.items())
             self.stdout.write(f"  {username:<8} {what}")
