@@ -61,28 +61,6 @@ def organization_create(*, actor: User | None, name: str, display_name: str = ""
     return organization
 
 
-def organization_update(*, actor: User, organization: Organization, display_name: str) -> Organization:
-    display_name = display_name.strip()
-    if not display_name:
-        raise _field_error("display_name", "Enter a display name.")
-    if len(display_name) > 200:
-        raise _field_error("display_name", "Use at most 200 characters.")
-    with transaction.atomic():
-        before = {"display_name": organization.display_name}
-        organization.display_name = display_name
-        organization.save(update_fields=["display_name"])
-        audit.record(
-            actor=actor,
-            organization=organization,
-            action="organization.update",
-            resource_type="organization",
-            resource_id=organization.pk,
-            resource_name=organization.name,
-            changes=audit.diff(before, {"display_name": display_name}),
-        )
-    return organization
-
-
 # Memberships ---------------------------------------------------------------------------------------------------------
 
 

@@ -211,8 +211,9 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 
 # Celery: file-system broker under var/ by default, Redis or RabbitMQ through CELERY_BROKER_URL.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
-if CELERY_BROKER_URL == "filesystem://":
+# The file-system transport ignores the host; naming one keeps kombu from warning on every publish.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://localhost//"
+if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "celery" / "queue"
     _processed_dir = VAR_DIR / "celery" / "processed"
     _control_dir = VAR_DIR / "celery" / "control"

@@ -57,7 +57,7 @@ def describe_services(env: dict[str, str]) -> list[str]:
         "broker:   "
         + (
             describe_url(broker_url)
-            if broker_url and broker_url != "filesystem://"
+            if broker_url and not broker_url.startswith("filesystem://")
             else f"file-system broker under {var_dir / 'celery'}"
         ),
         "cache:    " + (describe_url(redis_url) if redis_url else f"files under {var_dir / 'cache'}"),
