@@ -95,8 +95,8 @@ def enqueue_delivery(event_id: int) -> None:
 
     try:
         deliver_audit_event_task.delay(event_id)
-    except Exception:  # the broker may be down; the sweep delivers later
-        logger.warning("audit event %s not enqueued (broker unreachable); the sweep will deliver it", event_id)
+    except Exception:  # the broker may be down; whatever the cause, the sweep delivers later
+        logger.warning("audit event %s not enqueued; the sweep will deliver it", event_id, exc_info=True)
 
 
 def record_denied(

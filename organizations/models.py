@@ -163,6 +163,8 @@ class AuditEvent(models.Model):
     user_agent = models.CharField(max_length=512, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     delivery_attempts = models.PositiveIntegerField(default=0)
+    # Set while a delivery attempt is under way; an expired lease means that attempt died.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -441,7 +441,7 @@ def api_token_create(*, user: User, name: str, expires_at: datetime | None = Non
             resource_type="api_token",
             resource_id=token.pk,
             resource_name=name,
-            changes={"expires_at": {"old": None, "new": expires_at.isoformat() if expires_at else None}},
+            changes={"expires_at": {"old": None, "new": expires_at.isoformat() if expires_at else "never"}},
         )
     return token, plaintext
 

@@ -248,6 +248,8 @@ CELERY_BEAT_SCHEDULE = {
 # file:///absolute/path.jsonl (JSON lines) or http(s)://host/path (one POST per event, JSON).
 AUDIT_SINK_URL = os.environ.get("AUDIT_SINK_URL", "")
 AUDIT_SINK_TIMEOUT = float(os.environ.get("AUDIT_SINK_TIMEOUT", "10"))
+# How long (seconds) one delivery attempt may hold an event before another attempt may take it over.
+AUDIT_DELIVERY_LEASE = int(os.environ.get("AUDIT_DELIVERY_LEASE", str(int(AUDIT_SINK_TIMEOUT) + 50)))
 # Undelivered events older than this (seconds) are picked up by the sweep.
 AUDIT_SWEEP_GRACE = int(os.environ.get("AUDIT_SWEEP_GRACE", "30"))
 
