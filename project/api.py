@@ -1,6 +1,7 @@
 """The JSON API root. Apps add their routers here; errors use the documented shape
 ``{"message", "detail", "validations": [{"field", "detail"}]}``."""
 
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from ninja import NinjaAPI
@@ -27,6 +28,7 @@ api = NinjaAPI(
     auth=[BearerToken(), django_auth],
     urls_namespace="api",
     docs_url="/docs",
+    docs_decorator=login_required,
 )
 
 

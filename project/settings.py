@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "guardian",
     "js_lib_htmx",
+    "ninja",  # serves the API docs' Swagger UI from our static files, not a CDN
     "organizations",
 ]
 

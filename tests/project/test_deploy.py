@@ -83,3 +83,13 @@ def test_api_errors_use_the_documented_shape(world, client_for):
     response = client_for("member").get("/api/v2/organizations/acme/members")
     assert response.status_code == 404
     assert set(response.json()) == {"message", "detail", "validations"}
+
+
+def test_the_api_docs_are_for_signed_in_users_and_served_locally(world, client_for):
+    assert client_for("anonymous").get("/api/docs").status_code == 302
+    response = client_for("member").get("/api/docs")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "/static/ninja/swagger-ui-bundle.js" in body and "cdn" not in body.lower()
+    schema = client_for("member").get("/api/openapi.json").json()
+    assert "/api/v2/organizations/{organization}/audit-log" in schema["paths"]
