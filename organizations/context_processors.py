@@ -16,7 +16,8 @@ def navigation(request) -> dict:
         for org_perms in access.permissions_by_org(user).values():
             perms |= org_perms
     return {
-        "nav_admin": site_owner or ORGANIZATION_READ in perms or "audit_log:read" in perms,
+        "nav_admin": site_owner or bool(perms & {ORGANIZATION_READ, "audit_log:read", "organization_skill:read"}),
+        "nav_skills": site_owner or "organization_skill:read" in perms,
         "nav_org_admin": site_owner or ORGANIZATION_READ in perms,
         "nav_audit": site_owner or "audit_log:read" in perms,
         "nav_site_owner": site_owner,

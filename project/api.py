@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer, django_auth
 
@@ -43,6 +43,12 @@ def _unauthenticated(request, exc):
     return error(request, 401, "You are not signed in, or the API token is invalid or expired.")
 
 
+@api.exception_handler(HttpError)
+def _http_error(request, exc):
+    # Errors ninja raises itself (a refused CSRF check, a body that is not JSON) in the documented shape.
+    return error(request, exc.status_code, str(exc))
+
+
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return error(request, 404, "Resource not found or you do not have access to this resource")
@@ -72,3 +78,4 @@ def _invalid_request(request, exc):
 
 
 api.add_router("/v2/", "organizations.api.router")
+api.add_router("/experimental/", "skills.api.router")

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "js_lib_htmx",
     "ninja",  # serves the API docs' Swagger UI from our static files, not a CDN
     "organizations",
+    "skills",
 ]
 
 MIDDLEWARE = [

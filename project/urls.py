@@ -1,10 +1,13 @@
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from project.api import api
 
 urlpatterns = [
     path("api/", api.urls),
+    path("settings/", RedirectView.as_view(pattern_name="personal-skills"), name="settings"),
     path("", include("organizations.urls")),
+    path("", include("skills.urls")),
 ]
 
 handler403 = "project.errors.forbidden"

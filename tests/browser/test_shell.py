@@ -20,7 +20,7 @@ from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
 
-ADMIN_SIDEBAR = ["Organizations", "Members", "Groups", "Roles", "Audit log"]
+ADMIN_SIDEBAR = ["Organizations", "Members", "Groups", "Roles", "Skills", "Audit log"]
 MAIN_NAV = "nav[aria-label=Main] a"
 WRONG_CREDENTIALS = "That username or email and password do not match an account."
 
@@ -270,6 +270,8 @@ def test_it_creates_an_api_token_in_place_and_shows_it_once(browsing, live_world
     expect(page).to_have_url(re.compile(r"/agents/$"))
 
     page.locator(MAIN_NAV).filter(has_text="Settings").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Skills")  # Settings opens on Skills
+    page.locator("nav[aria-label=Settings] a", has_text="API tokens").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("API tokens")
     expect(page.locator("nav[aria-label=Settings] a", has_text="API tokens")).to_have_attribute("aria-current", "page")
     browsing.shot(page, "api-tokens")

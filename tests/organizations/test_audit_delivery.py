@@ -400,9 +400,7 @@ def test_it_counts_a_redirect_as_a_refusal(world, settings, audit_sink, django_c
     assert event.delivered_at is None and event.lease_expires_at is None
 
 
-def test_a_refused_event_does_not_hold_back_the_others(
-    world, settings, audit_sink, django_capture_on_commit_callbacks
-):
+def test_a_refused_event_does_not_hold_back_the_others(world, settings, audit_sink, django_capture_on_commit_callbacks):
     """The sink refuses the first event it sees; the sweep still delivers every other one, and the refused event
     goes through at a later sweep."""
     sink = audit_sink([Reply(400, b"bad")])
@@ -474,9 +472,7 @@ def test_it_commits_and_keeps_the_event_when_the_broker_is_unreachable(
     assert event.delivered_at is None
     assert event.delivery_attempts == 0
     warnings = [r for r in caplog.records if r.name == "organizations.audit" and r.levelno == logging.WARNING]
-    assert [r.getMessage() for r in warnings] == [
-        f"audit event {event.pk} not enqueued; the sweep will deliver it"
-    ]
+    assert [r.getMessage() for r in warnings] == [f"audit event {event.pk} not enqueued; the sweep will deliver it"]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert not sink_path.exists()
 

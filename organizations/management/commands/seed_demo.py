@@ -3,6 +3,7 @@ from django.db import transaction
 
 from organizations import services
 from organizations.models import Membership, Organization, Role, User
+from organizations.signals import demo_seeded
 
 DEMO_PASSWORD = "switchboard-demo"
 
@@ -26,6 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         with transaction.atomic():
             orgs = {}
+            people = {}
             for name, display in ORGANIZATIONS:
                 org = Organization.objects.filter(name=name).first()
                 orgs[name] = org or services.organization_create(actor=None, name=name, display_name=display)
@@ -42,9 +44,11 @@ class Command(BaseCommand):
                         is_superuser=site_owner,
                         is_staff=site_owner,
                     )
+                people[username] = user
                 for org_name, role in roles.items():
                     if not Membership.objects.filter(user=user, organization=orgs[org_name]).exists():
                         services.membership_add(actor=None, organization=orgs[org_name], user=user, role=role)
+            demo_seeded.send(sender=self.__class__, organizations=orgs, people=people)
         self.stdout.write("Demo sign-ins (development only), password for all: " + DEMO_PASSWORD)
         for username, _, site_owner, roles in PEOPLE:
             what = "site owner" if site_owner else ", ".join(f"{r} of {o}" for o, r in roles.items())
