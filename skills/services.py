@@ -271,8 +271,10 @@ def organization_skill_set_acl(
     user_roles: dict[str, str] | None = None,
     group_roles: dict[str, str] | None = None,
 ) -> None:
-    """Apply ACL changes: ``{"<id>": "read"}`` grants Use, ``{"<id>": ""}`` removes the entry. Every user must be a
-    current member and every group one of the organization's groups; otherwise nothing changes."""
+    """Apply ACL changes: ``{"<id>": "read"}`` grants Use, ``{"<id>": ""}`` removes the entry. Every user granted Use
+    must be a current member and every group one of the organization's groups; otherwise nothing changes. The
+    memberships are checked again under a row lock inside the transaction, so a member removed at the same moment
+    cannot keep an entry."""
     user_roles = user_roles or {}
     group_roles = group_roles or {}
     for roles, what in ((user_roles, "user_roles"), (group_roles, "group_roles")):
@@ -284,46 +286,60 @@ def organization_skill_set_acl(
     organization = skill.organization
     user_ids = [int(k) for k in user_roles]
     group_ids = [int(k) for k in group_roles]
-    members = {
-        m.user_id: m.user
-        for m in Membership.objects.filter(organization=organization, user_id__in=user_ids).select_related("user")
-    }
-    groups = {
-        g.pk: g
-        for g in OrgGroup.objects.filter(organization=organization, pk__in=group_ids).select_related("auth_group")
-    }
-    for user_id in user_ids:
-        if user_id not in members and user_roles[str(user_id)] == ACL_ROLE:
-            raise _acl_invalid(f"user {user_id} is not a member of {organization.name}", f"user_roles.{user_id}")
-    for group_id in group_ids:
-        if group_id not in groups:
-            raise _acl_invalid(f"group {group_id} is not a group of {organization.name}", f"group_roles.{group_id}")
-    changes: dict[str, dict] = {}
     with transaction.atomic():
+        members = {
+            m.user_id: m.user
+            for m in Membership.objects.select_for_update()
+            .filter(organization=organization, user_id__in=user_ids)
+            .select_related("user")
+        }
+        groups = {
+            g.pk: g
+            for g in OrgGroup.objects.filter(organization=organization, pk__in=group_ids).select_related("auth_group")
+        }
+        for user_id in user_ids:
+            if user_id not in members and user_roles[str(user_id)] == ACL_ROLE:
+                raise _acl_invalid(f"user {user_id} is not a member of {organization.name}", f"user_roles.{user_id}")
+        for group_id in group_ids:
+            if group_id not in groups:
+                raise _acl_invalid(f"group {group_id} is not a group of {organization.name}", f"group_roles.{group_id}")
+        current = {(e.kind, e.id) for e in _acl_entries(skill)}
+        changes: dict[str, dict] = {}
         for user_id in user_ids:
             role = user_roles[str(user_id)]
             user = members.get(user_id) or User.objects.filter(pk=user_id).first()
-            if user is None:
+            had = ("user", user_id) in current
+            if user is None or had == (role == ACL_ROLE):
                 continue
             if role == ACL_ROLE:
                 assign_perm(USE_PERMISSION, user, skill)
             else:
                 remove_perm(USE_PERMISSION, user, skill)
-            changes[f"user:{user.get_username()}"] = {"old": None, "new": role or "removed"}
+            changes[f"user:{user.get_username()}"] = {"old": ACL_ROLE if had else None, "new": role or None}
         for group_id in group_ids:
             group = groups[group_id]
             role = group_roles[str(group_id)]
+            had = ("group", group_id) in current
+            if had == (role == ACL_ROLE):
+                continue
             if role == ACL_ROLE:
                 assign_perm(USE_PERMISSION, group.auth_group, skill)
             else:
                 remove_perm(USE_PERMISSION, group.auth_group, skill)
-            changes[f"group:{group.name}"] = {"old": None, "new": role or "removed"}
-        audit.record(
-            actor=actor,
-            organization=organization,
-            action="organization_skill.acl_update",
-            resource_type="organization_skill",
-            resource_id=skill.pk,
-            resource_name=skill.name,
-            changes=changes,
-        )
+            changes[f"group:{group.name}"] = {"old": ACL_ROLE if had else None, "new": role or None}
+        if changes:
+            audit.record(
+                actor=actor,
+                organization=organization,
+                action="organization_skill.acl_update",
+                resource_type="organization_skill",
+                resource_id=skill.pk,
+                resource_name=skill.name,
+                changes=changes,
+            )
+
+
+def _acl_entries(skill: OrganizationSkill):
+    from .selectors import acl_of
+
+    return acl_of([skill]).get(skill.pk, [])

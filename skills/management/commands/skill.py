@@ -157,16 +157,24 @@ class Command(BaseCommand):
     def do_disable(self, owner, options) -> None:
         self._set_enabled(owner, options["name"], False)
 
-    def _sources(self, raw: str) -> list[tuple[str, str]]:
+    def _sources(self, raw: str) -> list[tuple[str, bytes, str | None]]:
+        """(label, raw bytes, the directory name the skill must carry) for each SKILL.md in a file, a directory or a
+        .zip export. Zip entries count only when named exactly SKILL.md outside hidden folders (no __MACOSX)."""
         path = Path(raw)
         if path.suffix == ".zip" and path.is_file():
+            sources = []
             with zipfile.ZipFile(path) as archive:
-                return [
-                    (f"{raw}:{info.filename}", archive.read(info).decode("utf-8", errors="replace"))
-                    for info in archive.infolist()
-                    if info.filename.endswith("SKILL.md") and info.file_size <= skill_format.MAX_SKILL_BYTES * 2
-                ]
-        return [(str(file), file.read_text(encoding="utf-8", errors="replace")) for file, _ in self._skill_files(path)]
+                for info in archive.infolist():
+                    parts = info.filename.split("/")
+                    if parts[-1] != "SKILL.md" or any(p.startswith((".", "__MACOSX")) for p in parts[:-1]):
+                        continue
+                    if info.file_size > skill_format.MAX_SKILL_BYTES + 1:
+                        sources.append((f"{raw}:{info.filename}", b"x" * (skill_format.MAX_SKILL_BYTES + 1), None))
+                        continue
+                    directory = parts[-2] if len(parts) > 1 else None
+                    sources.append((f"{raw}:{info.filename}", archive.read(info), directory))
+            return sources
+        return [(str(file), file.read_bytes(), directory) for file, directory in self._skill_files(path)]
 
     def do_import(self, owner, options) -> None:
         failures = 0
@@ -175,9 +183,15 @@ class Command(BaseCommand):
             if not sources:
                 self.stderr.write(f"{raw}: no SKILL.md found")
                 failures += 1
-            for label, content in sources:
+            for label, data, directory in sources:
                 try:
-                    name = self._store(owner, content, enabled=not options["disabled"])
+                    content = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    failures += 1
+                    self.stderr.write(f"{label}: Invalid skill content. content: SKILL.md is not valid UTF-8")
+                    continue
+                try:
+                    name = self._store(owner, content, directory=directory, enabled=not options["disabled"])
                     self.stdout.write(f"{label}: stored {name}")
                 except SkillError as exc:
                     failures += 1
@@ -186,8 +200,8 @@ class Command(BaseCommand):
         if failures:
             raise CommandError(f"{failures} skill(s) not imported", returncode=1)
 
-    def _store(self, owner, content: str, *, enabled: bool) -> str:
-        parsed = services.validate_content(content)
+    def _store(self, owner, content: str, *, directory: str | None, enabled: bool) -> str:
+        parsed = services.validate_content(services.normalize_content(content), expected_name=directory)
         existing = self._skills(owner).filter(name=parsed.name).first()
         if isinstance(owner, Organization):
             if existing:
