@@ -255,7 +255,7 @@ def test_it_shows_the_auditor_organization_skills_read_only(browsing, live_world
     browsing.shot(page, "row-menu")
 
     menu.get_by_role("link", name="View").click()
-    expect(page).to_have_url(re.compile(r"/ai/settings/skills/release-notes\?org=acme$"))
+    expect(page).to_have_url(re.compile(r"/ai/settings/skills/release-notes/view\?org=acme$"))
     expect(heading(page)).to_have_text("release-notes")
     facts = page.locator("dl.facts")
     expect(facts).to_contain_text("Drafts release notes from merged pull requests.")
@@ -317,7 +317,7 @@ def test_it_shows_a_member_the_organization_skills_shared_with_him(browsing, liv
 
     # View: name, description, rendered body; and download from there.
     row(page, "deploy-checklist", "section.shared").get_by_role("link", name="View").click()
-    expect(page).to_have_url(re.compile(r"/settings/skills/org/acme/deploy-checklist$"))
+    expect(page).to_have_url(re.compile(r"/settings/skills/org/acme/deploy-checklist/view$"))
     expect(heading(page)).to_have_text("deploy-checklist")
     expect(page.locator("dl.facts")).to_contain_text("Walks through the production deploy checklist.")
     body = page.locator("article .markdown")
