@@ -237,7 +237,7 @@ def shared_skill_view(request: HttpRequest, org: str, name: str) -> HttpResponse
     parsed = skill_format.parse_skill(skill.content)
     return render(
         request,
-        "skills/view.html",
+        "skills/view.html#skill-dialog" if request.htmx else "skills/view.html",
         {
             "skill": skill,
             "body_html": markdown_to_html(parsed.body),
@@ -366,7 +366,7 @@ def org_skill_view(request: HttpRequest, name: str) -> HttpResponse:
     parsed = skill_format.parse_skill(skill.content)
     return render(
         request,
-        "skills/view.html",
+        "skills/view.html#skill-dialog" if request.htmx else "skills/view.html",
         {
             "skill": skill,
             "organization": skill.organization,

@@ -27,4 +27,22 @@
       button.textContent = "Copied";
     });
   });
+  // Read-only views fetched by htmx into #dialog-slot open as a modal dialog; closing it returns focus to the link.
+  var dialogOpener = null;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (event.detail.target && event.detail.target.id === "dialog-slot") dialogOpener = event.detail.elt;
+  });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "dialog-slot") return;
+    var dialog = event.detail.target.querySelector("dialog");
+    if (!dialog) return;
+    var menu = dialogOpener && dialogOpener.closest("details.menu");
+    var returnTo = menu ? menu.querySelector("summary") : dialogOpener;
+    if (menu) menu.removeAttribute("open");
+    dialog.addEventListener("close", function () {
+      dialog.remove();
+      if (returnTo) returnTo.focus();
+    });
+    dialog.showModal();
+  });
 })();

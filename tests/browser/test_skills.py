@@ -254,8 +254,21 @@ def test_it_shows_the_auditor_organization_skills_read_only(browsing, live_world
     expect(menu.get_by_role("link", name="Delete")).to_have_count(0)
     browsing.shot(page, "row-menu")
 
+    # View opens a read-only dialog over the list; Escape closes it and gives focus back to the row menu.
     menu.get_by_role("link", name="View").click()
-    expect(page).to_have_url(re.compile(r"/ai/settings/skills/release-notes/view\?org=acme$"))
+    dialog = page.locator("dialog#skill-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("#skill-name")).to_have_text("release-notes")
+    expect(dialog.locator("dl.facts")).to_contain_text("Drafts release notes from merged pull requests.")
+    expect(dialog.locator(".markdown").get_by_role("heading", level=2)).to_have_text("Release notes")
+    expect(page).to_have_url(re.compile(r"/ai/settings/skills(\?org=acme)?$"))  # still the list
+    browsing.shot(page, "view-dialog")
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    expect(skill_row.get_by_label("Actions for release-notes")).to_be_focused()
+
+    # Without the dialog (a link opened directly, or no JavaScript) View is a page of its own.
+    page.goto("/ai/settings/skills/release-notes/view?org=acme")
     expect(heading(page)).to_have_text("release-notes")
     facts = page.locator("dl.facts")
     expect(facts).to_contain_text("Drafts release notes from merged pull requests.")
@@ -316,8 +329,15 @@ def test_it_shows_a_member_the_organization_skills_shared_with_him(browsing, liv
     assert Path(download.path()).read_text(encoding="utf-8") == DEPLOY_CHECKLIST
 
     # View: name, description, rendered body; and download from there.
-    row(page, "deploy-checklist", "section.shared").get_by_role("link", name="View").click()
-    expect(page).to_have_url(re.compile(r"/settings/skills/org/acme/deploy-checklist/view$"))
+    view_link = row(page, "deploy-checklist", "section.shared").get_by_role("link", name="View")
+    view_link.click()
+    dialog = page.locator("dialog#skill-dialog")
+    expect(dialog.locator("#skill-name")).to_have_text("deploy-checklist")
+    browsing.shot(page, "view-dialog")
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).to_have_count(0)
+    expect(view_link).to_be_focused()
+    page.goto("/settings/skills/org/acme/deploy-checklist/view")
     expect(heading(page)).to_have_text("deploy-checklist")
     expect(page.locator("dl.facts")).to_contain_text("Walks through the production deploy checklist.")
     body = page.locator("article .markdown")

@@ -733,3 +733,14 @@ def test_a_skill_named_like_a_page_can_still_be_viewed(world, client_for, name):
         assert response.status_code == 200, url
         assert response["Content-Type"].startswith("text/html"), url
         assert "Named like a page." in text(response), url
+
+
+def test_an_htmx_view_request_gets_the_dialog_only(world, client_for):
+    org_skill(world, "dialog-skill", "Shown in a dialog.")
+    for client, url in (
+        (client_for("auditor"), admin_url("org-skill", "dialog-skill")),
+        (client_for("member"), reverse("shared-skill", args=["acme", "dialog-skill"])),
+    ):
+        body = text(client.get(url, headers={"HX-Request": "true", "HX-Target": "dialog-slot"}))
+        assert body.lstrip().startswith('<dialog id="skill-dialog"'), url
+        assert "Shown in a dialog." in body and "<html" not in body
