@@ -17,7 +17,7 @@ from django.http import Http404
 
 from . import audit
 from .models import Membership, Organization, User
-from .permissions import ALL, ROLE_PERMISSIONS
+from .permissions import ALL, ORGANIZATION_MANAGE, ORGANIZATION_READ, ROLE_PERMISSIONS
 
 AnyUser = User | AnonymousUser
 
@@ -140,4 +140,38 @@ def object_for[M: Model](user: AnyUser, queryset: QuerySet[M], *, read: str, **l
     obj = queryset.select_related("organization").filter(**lookup).first()
     if obj is None or not has_perm(user, obj.organization, read):
         raise Http404("Not found.")
+    return obj
+
+
+def owned_object_for[M: Model](
+    user: AnyUser,
+    queryset: QuerySet[M],
+    *,
+    change: bool = False,
+    action: str = "",
+    resource_type: str = "",
+    **lookup,
+) -> M:
+    """Fetch an organization object that has an ``owner`` (a workspace, a chat's resource…).
+
+    Read: its owner, and those who may read the organization's administration (site owners, admins, auditors);
+    anyone else gets 404. Change (``change=True``): its owner and those who manage the organization; a reader who
+    may not change it gets 403, audited with ``action`` and ``resource_type``.
+    """
+    obj = queryset.select_related("organization").filter(**lookup).first()
+    if obj is None:
+        raise Http404("Not found.")
+    is_owner = user.is_authenticated and obj.owner_id == user.pk and is_member(user, obj.organization)
+    if not is_owner and not has_perm(user, obj.organization, ORGANIZATION_READ):
+        raise Http404("Not found.")
+    if change and not is_owner:
+        require(
+            user,
+            obj.organization,
+            ORGANIZATION_MANAGE,
+            action=action,
+            resource_type=resource_type,
+            resource_id=obj.pk,
+            resource_name=str(obj),
+        )
     return obj

@@ -79,3 +79,5 @@ def _invalid_request(request, exc):
 
 api.add_router("/v2/", "organizations.api.router")
 api.add_router("/experimental/", "skills.api.router")
+api.add_router("/v2/workspace-agent/", "workspaces.api.agent_router")
+api.add_router("/v2/", "workspaces.api.router")

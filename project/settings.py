@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "ninja",  # serves the API docs' Swagger UI from our static files, not a CDN
     "organizations",
     "skills",
+    "workspaces",
 ]
 
 MIDDLEWARE = [
@@ -240,6 +241,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
+    "mark-unreachable-workspaces": {
+        "task": "workspaces.tasks.mark_unreachable_workspaces_task",
+        "schedule": crontab(minute="*"),
+    },
     "sweep-audit-outbox": {
         "task": "organizations.tasks.sweep_audit_outbox_task",
         "schedule": crontab(minute="*"),
@@ -254,6 +259,14 @@ AUDIT_SINK_TIMEOUT = float(os.environ.get("AUDIT_SINK_TIMEOUT", "10"))
 AUDIT_DELIVERY_LEASE = int(os.environ.get("AUDIT_DELIVERY_LEASE", str(int(AUDIT_SINK_TIMEOUT) + 50)))
 # Undelivered events older than this (seconds) are picked up by the sweep.
 AUDIT_SWEEP_GRACE = int(os.environ.get("AUDIT_SWEEP_GRACE", "30"))
+
+# Workspace agents. An agent not seen for this long is unreachable; it long-polls the server for requests.
+WORKSPACE_AGENT_STALE_SECONDS = int(os.environ.get("WORKSPACE_AGENT_STALE_SECONDS", "60"))
+WORKSPACE_AGENT_LONG_POLL = float(os.environ.get("WORKSPACE_AGENT_LONG_POLL", "25"))
+WORKSPACE_AGENT_POLL_INTERVAL = float(os.environ.get("WORKSPACE_AGENT_POLL_INTERVAL", "0.25"))
+WORKSPACE_AGENT_READ_TIMEOUT = float(os.environ.get("WORKSPACE_AGENT_READ_TIMEOUT", "10"))
+# How long a chat turn waits for a starting workspace's first snapshot.
+WORKSPACE_DISCOVERY_WAIT = float(os.environ.get("WORKSPACE_DISCOVERY_WAIT", "15"))
 
 LOGGING = {
     "version": 1,

@@ -8,6 +8,7 @@ urlpatterns = [
     path("settings/", RedirectView.as_view(pattern_name="personal-skills"), name="settings"),
     path("", include("organizations.urls")),
     path("", include("skills.urls")),
+    path("", include("workspaces.urls")),
 ]
 
 handler403 = "project.errors.forbidden"
