@@ -114,14 +114,11 @@ class _Inventory:
         self.skill_dirs: set[str] = set()
         self.truncated = False
 
-    @property
-    def full(self) -> bool:
+    def add(self, resource: dict) -> None:
+        """Keep the resource, or (past MAX_INVENTORY) drop it and mark the scan truncated, which stops it."""
         if len(self.resources) >= MAX_INVENTORY:
             self.truncated = True
-        return self.truncated
-
-    def add(self, resource: dict) -> None:
-        if not self.full:
+        else:
             self.resources.append(resource)
 
 
@@ -162,7 +159,7 @@ def scan(roots: list[Root]) -> dict:
 
 def _scan_root(root: Root, root_real: str, home_skill_roots: set[str], inventory: _Inventory) -> None:
     for name in INSTRUCTION_FILES:
-        if inventory.full:
+        if inventory.truncated:
             return
         resource = _instruction(root, root_real, name)
         if resource is not None:
@@ -171,7 +168,7 @@ def _scan_root(root: Root, root_real: str, home_skill_roots: set[str], inventory
         inventory.add(resource)
     containers = ("",) if root.kind == "home_coder_skills" else SKILL_CONTAINERS
     for container in containers:
-        if inventory.full:
+        if inventory.truncated:
             return
         _scan_container(root, root_real, container, home_skill_roots, inventory)
 
@@ -452,7 +449,7 @@ def _scan_container(
     except OSError:
         return
     for name in names:
-        if inventory.full:
+        if inventory.truncated:
             return
         resource = _skill(root, root_real, os.path.join(container_path, name), name, inventory.skill_dirs)
         if resource is not None:
