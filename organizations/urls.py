@@ -6,7 +6,6 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.sign_in, name="login"),
     path("logout/", views.sign_out, name="logout"),
-    path("agents/", views.agents, name="agents"),
     path("settings/tokens/", views.api_tokens, name="api-tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views.api_token_revoke, name="api-token-revoke"),
     path("settings/profile/", views.profile, name="profile"),

@@ -99,12 +99,6 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("agents")
 
 
-@login_required
-@require_GET
-def agents(request: HttpRequest) -> HttpResponse:
-    return render(request, "organizations/agents.html", {"orgs": list(access.orgs_visible_to(request.user))})
-
-
 # Personal settings ---------------------------------------------------------------------------------------------------
 
 

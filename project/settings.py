@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "organizations",
     "skills",
     "workspaces",
+    "chats",
 ]
 
 MIDDLEWARE = [
@@ -267,6 +268,9 @@ WORKSPACE_AGENT_POLL_INTERVAL = float(os.environ.get("WORKSPACE_AGENT_POLL_INTER
 WORKSPACE_AGENT_READ_TIMEOUT = float(os.environ.get("WORKSPACE_AGENT_READ_TIMEOUT", "10"))
 # How long a chat turn waits for a starting workspace's first snapshot.
 WORKSPACE_DISCOVERY_WAIT = float(os.environ.get("WORKSPACE_DISCOVERY_WAIT", "15"))
+
+# Chats: the most provider calls one turn may make.
+CHAT_MAX_STEPS = int(os.environ.get("CHAT_MAX_STEPS", "8"))
 
 LOGGING = {
     "version": 1,

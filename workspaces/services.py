@@ -32,6 +32,7 @@ from .models import (
     Workspace,
     WorkspaceStatus,
 )
+from .signals import snapshot_pushed
 
 CONTEXT_KINDS = {"instruction", "skill"}
 MAX_INVENTORY = 5000  # resources listed in one push, whatever their status (past the 500 cap they are "excluded")
@@ -252,6 +253,7 @@ def snapshot_push(*, workspace: Workspace, resources: list[dict]) -> tuple[Conte
         Workspace.objects.filter(pk=locked.pk).update(
             last_push_at=now, last_seen_at=now, status=WorkspaceStatus.READY
         )
+        snapshot_pushed.send(sender=ContextSnapshot, workspace=locked, snapshot=snapshot)
     return snapshot, True
 
 
