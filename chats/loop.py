@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from django.conf import settings
 from django.utils import timezone
@@ -60,6 +61,23 @@ def transcript(chat, context: ChatContext) -> list[dict]:
     return messages
 
 
+def _wait_for_discovery(chat):
+    """A chat whose workspace is still starting waits up to WORKSPACE_DISCOVERY_WAIT seconds for the first snapshot
+    (pinned by the push itself), then goes on without workspace skills."""
+    if not chat.workspace_id or chat.pinned_snapshot_id is not None:
+        return chat
+    deadline = time.monotonic() + settings.WORKSPACE_DISCOVERY_WAIT
+    while time.monotonic() < deadline:
+        chat.refresh_from_db(fields=["pinned_snapshot"])
+        if chat.pinned_snapshot_id is not None:
+            break
+        chat.workspace.refresh_from_db(fields=["status"])
+        if chat.workspace.status != "starting":
+            break
+        time.sleep(0.25)
+    return chat
+
+
 def _interrupted(turn: Turn) -> bool:
     return Turn.objects.filter(pk=turn.pk, interrupt_requested=True).exists()
 
@@ -77,6 +95,7 @@ def run_turn(turn_id: int) -> str:
     Turn.objects.filter(pk=turn.pk).update(status=TurnStatus.RUNNING)
     turn.status = TurnStatus.RUNNING
     chat = pinning.hydrate(turn.chat)
+    chat = _wait_for_discovery(chat)
     try:
         provider = provider_for(chat.provider)
     except ProviderError as exc:

@@ -267,7 +267,7 @@ WORKSPACE_AGENT_LONG_POLL = float(os.environ.get("WORKSPACE_AGENT_LONG_POLL", "2
 WORKSPACE_AGENT_POLL_INTERVAL = float(os.environ.get("WORKSPACE_AGENT_POLL_INTERVAL", "0.25"))
 WORKSPACE_AGENT_READ_TIMEOUT = float(os.environ.get("WORKSPACE_AGENT_READ_TIMEOUT", "10"))
 # How long a chat turn waits for a starting workspace's first snapshot.
-WORKSPACE_DISCOVERY_WAIT = float(os.environ.get("WORKSPACE_DISCOVERY_WAIT", "15"))
+WORKSPACE_DISCOVERY_WAIT = float(os.environ.get("WORKSPACE_DISCOVERY_WAIT", "0.5" if TESTING else "15"))
 
 # Chats: the most provider calls one turn may make.
 CHAT_MAX_STEPS = int(os.environ.get("CHAT_MAX_STEPS", "8"))
