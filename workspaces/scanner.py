@@ -435,7 +435,7 @@ def _scan_container(
             return  # ~/.coder/skills is a scan root of its own: its skills are reported there
         if where == "leaves":
             if os.path.isdir(container_real):
-                skill = _skill_fields("", container_path)
+                skill = _skill_fields("", container_path, dir=None)  # never readable: it leaves the root
                 inventory.add(
                     _resource("skill", root, container_path, status="excluded", error=SYMLINK_MESSAGE, skill=skill)
                 )
@@ -464,7 +464,7 @@ def _skill(root: Root, root_real: str, directory: str, name: str, seen_dirs: set
     if where == "leaves":
         if not os.path.isdir(directory_real):
             return None
-        skill = _skill_fields(name, directory)
+        skill = _skill_fields(name, directory, dir=None)  # never readable: it leaves the root
         return _resource("skill", root, skill_md, status="excluded", error=SYMLINK_MESSAGE, skill=skill)
     if not os.path.isdir(directory_real) or directory_real in seen_dirs:
         return None
@@ -473,7 +473,7 @@ def _skill(root: Root, root_real: str, directory: str, name: str, seen_dirs: set
         return None  # a directory without SKILL.md is not a skill
     seen_dirs.add(directory_real)
     if where == "leaves":
-        skill = _skill_fields(name, directory)
+        skill = _skill_fields(name, directory, dir=None)  # never readable: it leaves the root
         return _resource("skill", root, skill_md, status="excluded", error=SYMLINK_MESSAGE, skill=skill)
     files, truncated = _list_files(directory_real)
     skill = _skill_fields(name, directory, files=files, files_truncated=truncated)

@@ -263,8 +263,13 @@ def snapshot_push(*, workspace: Workspace, resources: list[dict]) -> tuple[Conte
 def agent_request_next(workspace: Workspace, *, wait: float) -> list[AgentRequest]:
     """Long-poll: wait up to ``wait`` seconds for requests for this workspace, claim and return them."""
     deadline = time.monotonic() + max(0.0, wait)
+    agent_seen(workspace)
+    last_seen = time.monotonic()
     while True:
-        agent_seen(workspace)
+        if time.monotonic() - last_seen >= 5:
+            # While waiting, say so now and then (not at every poll): a dead agent turns stale soon after.
+            agent_seen(workspace)
+            last_seen = time.monotonic()
         with transaction.atomic():
             pending = list(
                 AgentRequest.objects.filter(workspace=workspace, claimed_at__isnull=True).order_by("created_at")[:20]

@@ -430,6 +430,9 @@ def test_it_excludes_symlinks_that_leave_the_scan_root(work, tmp_path):
     for resource in snapshot["resources"]:
         assert resource["error"] == SYMLINK_MESSAGE
         assert resource["content"] is None and resource["sha256"] == "" and resource["size"] == 0
+        if resource["kind"] == "skill":
+            # No directory to read supporting files from: a link out of the root must never become readable.
+            assert resource["skill"]["dir"] is None
     assert "secret" not in json.dumps(snapshot)
 
 
