@@ -89,7 +89,8 @@ class ChatContext:
         if not self.entries:
             return ""
         lines = [
-            f"- {alias}: {skill_format.catalog_description(entry.description)}"
+            # One line per skill: a multi-line description must not be able to add lines of its own.
+            f"- {alias}: {skill_format.catalog_description(' '.join(entry.description.split()))}"
             for alias, entry in sorted(self.aliases.items())
         ]
         return "<available-skills>\n" + "\n".join(lines) + "\n</available-skills>"

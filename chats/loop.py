@@ -83,8 +83,11 @@ def _interrupted(turn: Turn) -> bool:
 
 
 def _finish(turn: Turn, status: str, error: str = "") -> None:
-    turn.status, turn.error, turn.finished_at = status, error, timezone.now()
-    turn.save(update_fields=["status", "error", "finished_at", "steps"])
+    """End the turn, unless Stop already ended it (Stop wins over whatever the loop was finishing)."""
+    Turn.objects.filter(pk=turn.pk, status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING]).update(
+        status=status, error=error, finished_at=timezone.now(), steps=turn.steps
+    )
+    turn.refresh_from_db(fields=["status", "error", "finished_at"])
 
 
 def run_turn(turn_id: int) -> str:
@@ -102,6 +105,19 @@ def run_turn(turn_id: int) -> str:
         Message.objects.create(chat=chat, turn=turn, role=Role.ASSISTANT, content=f"Could not start: {exc}.")
         _finish(turn, TurnStatus.FAILED, str(exc))
         return turn.status
+    try:
+        return _steps(turn, chat, provider)
+    except Exception:
+        # Whatever went wrong, the turn must end: a turn left "running" would block the chat for good.
+        logger.exception("turn %s failed", turn.pk)
+        Message.objects.create(
+            chat=chat, turn=turn, role=Role.ASSISTANT, content="The turn failed because of an internal error."
+        )
+        _finish(turn, TurnStatus.FAILED, "internal error")
+        return turn.status
+
+
+def _steps(turn: Turn, chat, provider) -> str:
     for _ in range(settings.CHAT_MAX_STEPS):
         if _interrupted(turn):
             _finish(turn, TurnStatus.STOPPED)
@@ -121,10 +137,10 @@ def run_turn(turn_id: int) -> str:
         calls = [
             ToolCall.objects.create(
                 message=message,
-                call_id=call.id,
-                name=call.name,
+                call_id=str(call.id)[:128],
+                name=str(call.name)[:200],
                 arguments=call.arguments,
-                label=registry.tools[call.name].label(call.arguments) if call.name in registry.tools else "",
+                label=(registry.tools[call.name].label(call.arguments) if call.name in registry.tools else "")[:300],
             )
             for call in reply.tool_calls
         ]
@@ -139,7 +155,9 @@ def run_turn(turn_id: int) -> str:
                 result_text, is_error = result.content, result.is_error
             call.result, call.is_error, call.finished_at = result_text, is_error, timezone.now()
             call.save(update_fields=["result", "is_error", "finished_at"])
-            Message.objects.create(chat=chat, turn=turn, role=Role.TOOL, tool_call_id=call.call_id, content=result_text)
+            Message.objects.create(
+                chat=chat, turn=turn, role=Role.TOOL, tool_call_id=call.call_id, content=result_text
+            )
     Message.objects.create(
         chat=chat,
         turn=turn,

@@ -92,6 +92,8 @@ class OpenAIProvider:
             raise ProviderError(f"the model provider answered {exc.status_code}") from None
         except openai.APIError as exc:
             raise ProviderError(f"the model provider could not be reached ({type(exc).__name__})") from None
+        if not completion.choices:
+            raise ProviderError("the model provider sent an answer without choices")
         message = completion.choices[0].message
         calls = []
         for call in message.tool_calls or []:

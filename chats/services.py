@@ -99,20 +99,18 @@ def _enqueue(turn_id: int) -> None:
     try:
         run_turn_task.delay(turn_id)
     except Exception:
-        logger.warning("turn %s not enqueued; it stays queued", turn_id, exc_info=True)
+        logger.warning("turn %s not enqueued; marked failed", turn_id, exc_info=True)
         Turn.objects.filter(pk=turn_id, status=TurnStatus.QUEUED).update(
             status=TurnStatus.FAILED, error="the task queue could not be reached", finished_at=timezone.now()
         )
 
 
 def turn_interrupt(*, chat: Chat, actor: User) -> bool:
-    """Stop: the running turn ends before its next step or tool call. False when nothing was running."""
+    """Stop: the turn is marked stopped at once (so a turn whose worker died cannot block the chat); a loop still
+    running sees the request before its next step or tool call and ends. False when nothing was running."""
     with transaction.atomic():
         stopped = Turn.objects.filter(chat=chat, status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING]).update(
-            interrupt_requested=True
-        )
-        Turn.objects.filter(chat=chat, status=TurnStatus.QUEUED).update(
-            status=TurnStatus.STOPPED, finished_at=timezone.now()
+            interrupt_requested=True, status=TurnStatus.STOPPED, finished_at=timezone.now()
         )
         if stopped:
             _record(actor, chat, "interrupt")
@@ -140,6 +138,8 @@ def provider_save(
     enabled: bool = True,
 ) -> ProviderConfig:
     """Create or update an OpenAI-compatible provider. ``api_key`` None keeps the stored key, "" clears it."""
+    if name == providers.DEMO:
+        raise ValidationError({"name": ["demo is the built-in provider; choose another name."]})
     with transaction.atomic():
         config = ProviderConfig.objects.filter(name=name).first()
         created = config is None
