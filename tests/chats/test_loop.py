@@ -2,10 +2,7 @@
 ``openai`` SDK against a scripted Chat Completions server on 127.0.0.1, and the turn's transcript, status and the
 requests the model received are checked: the ``<available-skills>`` catalog and the skill tools, aliases, next-step
 visibility, workspace skills from the pin, the step limit, provider errors (no secret kept), Stop, the demo provider
-and the one-turn-at-a-time rule.
-
-Tests marked ``xfail(strict=True)`` state the behaviour wanted where the code has a known bug (named in the reason);
-they start failing as XPASS once it is fixed, so the mark can go."""
+and the one-turn-at-a-time rule."""
 
 from __future__ import annotations
 
