@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
+from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest
 from ninja import Router, Schema, Status
 
@@ -88,6 +89,13 @@ def _chat(request: HttpRequest, chat_id: int) -> Chat:
     return chat
 
 
+def _running(chat: Chat) -> bool:
+    annotated = getattr(chat, "is_running", None)
+    if annotated is not None:
+        return annotated
+    return Turn.objects.filter(chat=chat, status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING]).exists()
+
+
 def _out(chat: Chat) -> dict:
     return {
         "id": chat.pk,
@@ -98,7 +106,7 @@ def _out(chat: Chat) -> dict:
         "model": chat.model,
         "pinned_snapshot_version": chat.pinned_snapshot.version if chat.pinned_snapshot else None,
         "out_of_date": chat.out_of_date,
-        "running": Turn.objects.filter(chat=chat, status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING]).exists(),
+        "running": _running(chat),
         "created_at": chat.created_at,
         "updated_at": chat.updated_at,
     }
@@ -106,7 +114,12 @@ def _out(chat: Chat) -> dict:
 
 @router.get("/chats", response=list[ChatOut])
 def chat_list(request: HttpRequest):
-    chats = Chat.objects.filter(owner=request.user).select_related("organization", "pinned_snapshot")
+    active = Turn.objects.filter(chat=OuterRef("pk"), status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING])
+    chats = (
+        Chat.objects.filter(owner=request.user)
+        .select_related("organization", "pinned_snapshot")
+        .annotate(is_running=Exists(active))
+    )
     return [_out(c) for c in chats if access.is_member(request.user, c.organization)]
 
 

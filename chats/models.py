@@ -111,6 +111,18 @@ class ToolCall(models.Model):
         return f"{self.name} {self.call_id}"
 
     @property
+    def result_display(self) -> str:
+        """A JSON result pretty-printed (bodies with their real line breaks); any other result as it is."""
+        try:
+            data = json.loads(self.result)
+        except ValueError:
+            return self.result
+        if isinstance(data, dict) and isinstance(data.get("body"), str):
+            rest = {k: v for k, v in data.items() if k != "body"}
+            return json.dumps(rest, ensure_ascii=False, indent=2) + "\n\n" + data["body"]
+        return json.dumps(data, ensure_ascii=False, indent=2)
+
+    @property
     def arguments_json(self) -> str:
         return json.dumps(self.arguments, ensure_ascii=False, indent=2)
 

@@ -110,8 +110,11 @@ def chat_send(request: HttpRequest, chat_id: int) -> HttpResponse:
     except services.ChatError as exc:
         messages.error(request, f"{exc.message} {exc.detail}".strip())
         if request.htmx:
-            response = render(request, "chats/chat.html#chat-live", _live_context(chat), status=exc.status)
-            response["HX-Reswap"] = "none"
+            # htmx swaps no 4xx answer: refuse with 200, the unchanged chat and the error in #messages (out of band),
+            # and keep what the user typed (HX-Trigger tells the composer not to clear).
+            context = _live_context(chat) | {"oob_messages": True}
+            response = render(request, "chats/chat.html#chat-live", context)
+            response["HX-Trigger"] = "chat-send-refused"
             return response
     if request.htmx:
         return render(request, "chats/chat.html#chat-live", _live_context(chat_for(request, chat_id)))

@@ -572,3 +572,21 @@ def test_it_lets_the_demo_provider_say_that_no_skills_are_available(demo_chat, s
     [_, final] = rows(demo_chat)
     assert "No skills are available to this chat yet" in final.content
     assert not ToolCall.objects.exists()
+
+
+def test_a_refused_htmx_send_keeps_the_chat_and_shows_why(world, client_for):
+    """htmx swaps no 4xx answer, so a refusal comes back as 200 with the error in #messages (out of band) and a
+    trigger that tells the composer to keep the text."""
+    from chats import services as chat_services
+    from chats.models import Turn
+
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    Turn.objects.create(chat=chat)  # a turn still queued
+    response = client_for("member").post(
+        f"/agents/chats/{chat.pk}/messages", {"content": "again"}, headers={"HX-Request": "true"}
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and response["HX-Trigger"] == "chat-send-refused"
+    assert 'id="messages"' in body and 'hx-swap-oob="true"' in body
+    assert "still working on the last message" in body
+    assert not chat.messages.filter(content="again").exists()
