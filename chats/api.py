@@ -133,13 +133,19 @@ def chat_create(request: HttpRequest, payload: ChatIn):
         workspace = Workspace.objects.filter(pk=payload.workspace_id, owner=request.user).first()
         if workspace is None:
             raise ValidationError({"workspace_id": ["Choose one of your workspaces."]})
-    chat = services.chat_create(
-        owner=request.user,
-        organization=organization,
-        workspace=workspace,
-        provider=payload.provider,
-        model=payload.model,
-    )
+    try:
+        chat = services.chat_create(
+            owner=request.user,
+            organization=organization,
+            workspace=workspace,
+            provider=payload.provider,
+            model=payload.model,
+        )
+    except ValidationError as exc:
+        # The API names the field workspace_id.
+        raise ValidationError(
+            {("workspace_id" if f == "workspace" else f): m for f, m in exc.message_dict.items()}
+        ) from None
     return Status(201, _out(chat))
 
 
@@ -150,12 +156,7 @@ def chat_detail(request: HttpRequest, chat_id: int):
 
 @router.patch("/chats/{chat_id}", response={200: ChatOut, 400: Error})
 def chat_update(request: HttpRequest, chat_id: int, payload: ChatPatch):
-    chat = _chat(request, chat_id)
-    title = payload.title.strip()
-    if not title or len(title) > 200:
-        raise ValidationError({"title": ["Use 1 to 200 characters."]})
-    Chat.objects.filter(pk=chat.pk).update(title=title)
-    chat.title = title
+    chat = services.chat_rename(chat=_chat(request, chat_id), actor=request.user, title=payload.title)
     return Status(200, _out(chat))
 
 

@@ -68,6 +68,18 @@ def chat_create(
     return chat
 
 
+def chat_rename(*, chat: Chat, actor: User, title: str) -> Chat:
+    title = title.strip()
+    if not title or len(title) > 200:
+        raise ValidationError({"title": ["Use 1 to 200 characters."]})
+    with transaction.atomic():
+        before = chat.title
+        chat.title, chat.updated_at = title, timezone.now()
+        chat.save(update_fields=["title", "updated_at"])
+        _record(actor, chat, "rename", {"title": {"old": before, "new": title}})
+    return chat
+
+
 def message_send(*, chat: Chat, content: str) -> Turn:
     """Store the user's message and queue a turn for it (run by Celery once this commits)."""
     content = content.strip()

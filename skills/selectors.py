@@ -43,7 +43,12 @@ def skills_usable_by(user: User, organization: Organization) -> QuerySet[Organiz
         return enabled
     if not access.is_member(user, organization):
         return enabled.none()
-    users, groups = _use_entries()
+    # Only this organization's enabled skills are looked up in the permission tables, however many other
+    # organizations the user belongs to.
+    candidates = [str(pk) for pk in enabled.values_list("pk", flat=True)]
+    if not candidates:
+        return enabled.none()
+    users, groups = _use_entries([int(pk) for pk in candidates])
     direct = users.filter(user=user).values_list("object_pk", flat=True)
     via_groups = groups.filter(group__user=user).values_list("object_pk", flat=True)
     ids = {int(pk) for pk in direct} | {int(pk) for pk in via_groups}

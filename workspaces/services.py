@@ -196,9 +196,32 @@ def _check(resources: list[dict]) -> tuple[int, int]:
     return counted, total
 
 
+def _sanitize_skills(resources: list[dict]) -> list[dict]:
+    """Never trust the agent with names: an ok skill whose name breaks the format becomes invalid, and a second ok
+    skill of the same name is shadowed by the first, as the scanner itself would have done."""
+    from skills.format import validate_name
+
+    seen: dict[str, str] = {}
+    clean = []
+    for resource in resources:
+        skill = resource.get("skill") if isinstance(resource.get("skill"), dict) else None
+        if resource.get("kind") == "skill" and resource.get("status") == "ok" and skill is not None:
+            name = skill.get("name")
+            problem = validate_name(name)
+            if problem:
+                resource = {**resource, "status": "invalid", "error": problem, "content": None}
+            elif name in seen:
+                resource = {**resource, "status": "shadowed", "error": f"shadowed by {seen[name]}", "content": None}
+            else:
+                seen[name] = str(resource.get("path", ""))
+        clean.append(resource)
+    return clean
+
+
 def snapshot_push(*, workspace: Workspace, resources: list[dict]) -> tuple[ContextSnapshot, bool]:
     """Store a pushed inventory as the workspace's next snapshot, unless it equals the latest one (then nothing new
     is created). Returns (snapshot, created). Raises PushRejected when the inventory breaks the caps."""
+    resources = _sanitize_skills(resources)
     counted, content_bytes = _check(resources)
     content_hash = hashlib.sha256(_canonical(resources)).hexdigest()
     context_hash = hashlib.sha256(_canonical([r for r in resources if r.get("kind") in CONTEXT_KINDS])).hexdigest()

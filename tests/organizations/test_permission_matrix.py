@@ -162,10 +162,11 @@ def test_it_answers_each_persona_as_the_policy_says(world, client_for, endpoint:
 
 
 def test_it_lists_every_url_in_the_matrix():
-    """A new page must join the matrix: every named route of the site appears in ENDPOINTS (the skills pages in
-    tests/skills/test_permission_matrix.py)."""
+    """A new page must join the matrix: every named route of the site appears in ENDPOINTS (the skills, workspace
+    and chats pages in their apps' test_permission_matrix.py)."""
     from django.urls import get_resolver
 
+    from ..chats.test_permission_matrix import COVERED_ROUTES as chats_routes
     from ..skills.test_permission_matrix import COVERED_ROUTES as skills_routes
     from ..workspaces.test_permission_matrix import COVERED_ROUTES as workspace_routes
 
@@ -190,6 +191,6 @@ def test_it_lists_every_url_in_the_matrix():
         "audit-log",
     }
     # `settings` redirects to the skills page; api-token-revoke is covered in test_api_tokens (needs a token id).
-    covered |= skills_routes | workspace_routes
+    covered |= skills_routes | workspace_routes | chats_routes
     uncovered = names - covered - {"settings", "api-token-revoke"} - {n for n in names if n.startswith("api-")}
     assert not uncovered, f"add these routes to the permission matrix: {sorted(uncovered)}"

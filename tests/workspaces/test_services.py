@@ -146,3 +146,19 @@ def test_stale_agents_are_marked_unreachable_and_come_back(workspace, settings):
     services.agent_seen(workspace)
     workspace.refresh_from_db()
     assert workspace.status == "starting"  # it never pushed; once it pushes it is ready
+
+
+def test_the_server_does_not_trust_skill_names_from_the_agent(workspace):
+    """A pushed ok skill with a name the format refuses (such as one posing as an alias) becomes invalid, and a second
+    ok skill of the same name is shadowed, whatever the agent claimed."""
+
+    def skill(name, path):
+        return {"kind": "skill", "status": "ok", "path": path, "content": None, "skill": {"name": name}}
+
+    snapshot, _ = services.snapshot_push(
+        workspace=workspace,
+        resources=[skill("org/deploy", "/w/a"), skill("dup", "/w/b"), skill("dup", "/w/c")],
+    )
+    statuses = list(snapshot.resources.order_by("position").values_list("status", "error"))
+    assert statuses[0][0] == "invalid" and statuses[1] == ("ok", "")
+    assert statuses[2] == ("shadowed", "shadowed by /w/b")
