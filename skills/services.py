@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from guardian.models import GroupObjectPermission, UserObjectPermission
-from guardian.shortcuts import assign_perm, remove_perm
 
-from organizations import audit
-from organizations.models import Membership, Organization, OrgGroup, User
+from organizations import acl, audit
+from organizations.models import Organization, User
 
 from . import format as skill_format
 from .models import OrganizationSkill, PersonalSkill
@@ -24,7 +22,7 @@ PERSONAL_LIMIT = 100
 ORGANIZATION_LIMIT = 100
 USE_PERMISSION = "skills.use_organizationskill"
 USE_CODENAME = "use_organizationskill"
-ACL_ROLE = "read"  # shown as "Use"
+ACL_ROLE = acl.ROLE  # shown as "Use"
 
 
 @dataclass
@@ -208,8 +206,7 @@ def organization_skill_create(
                 enabled=enabled,
                 created_by=actor if actor is not None and actor.is_authenticated else None,
             )
-            everyone = OrgGroup.objects.select_related("auth_group").get(organization=organization, is_everyone=True)
-            assign_perm(USE_PERMISSION, everyone.auth_group, skill)
+            acl.grant_everyone(skill, USE_PERMISSION)
             audit.record(
                 actor=actor,
                 organization=organization,
@@ -241,12 +238,7 @@ def organization_skill_delete(*, actor: User, skill: OrganizationSkill) -> None:
     """Delete a skill and every permission entry on it."""
     with transaction.atomic():
         skill_id, name, organization = skill.pk, skill.name, skill.organization
-        UserObjectPermission.objects.filter(
-            content_type__app_label="skills", content_type__model="organizationskill", object_pk=str(skill_id)
-        ).delete()
-        GroupObjectPermission.objects.filter(
-            content_type__app_label="skills", content_type__model="organizationskill", object_pk=str(skill_id)
-        ).delete()
+        acl.delete_entries(skill)
         skill.delete()
         audit.record(
             actor=actor,
@@ -258,12 +250,6 @@ def organization_skill_delete(*, actor: User, skill: OrganizationSkill) -> None:
         )
 
 
-def _acl_invalid(detail: str, field_name: str) -> SkillError:
-    return SkillError(
-        400, "Invalid request to update organization skill ACL.", detail, [{"field": field_name, "detail": detail}]
-    )
-
-
 def organization_skill_set_acl(
     *,
     actor: User,
@@ -271,75 +257,20 @@ def organization_skill_set_acl(
     user_roles: dict[str, str] | None = None,
     group_roles: dict[str, str] | None = None,
 ) -> None:
-    """Apply ACL changes: ``{"<id>": "read"}`` grants Use, ``{"<id>": ""}`` removes the entry. Every user granted Use
-    must be a current member and every group one of the organization's groups; otherwise nothing changes. The
-    memberships are checked again under a row lock inside the transaction, so a member removed at the same moment
-    cannot keep an entry."""
-    user_roles = user_roles or {}
-    group_roles = group_roles or {}
-    for roles, what in ((user_roles, "user_roles"), (group_roles, "group_roles")):
-        for key, role in roles.items():
-            if role not in (ACL_ROLE, ""):
-                raise _acl_invalid(f'role must be "read" or "", not {role!r}', f"{what}.{key}")
-            if not str(key).isdigit():
-                raise _acl_invalid(f"{key!r} is not an id", f"{what}.{key}")
-    organization = skill.organization
-    user_ids = [int(k) for k in user_roles]
-    group_ids = [int(k) for k in group_roles]
-    with transaction.atomic():
-        members = {
-            m.user_id: m.user
-            for m in Membership.objects.select_for_update()
-            .filter(organization=organization, user_id__in=user_ids)
-            .select_related("user")
-        }
-        groups = {
-            g.pk: g
-            for g in OrgGroup.objects.filter(organization=organization, pk__in=group_ids).select_related("auth_group")
-        }
-        for user_id in user_ids:
-            if user_id not in members and user_roles[str(user_id)] == ACL_ROLE:
-                raise _acl_invalid(f"user {user_id} is not a member of {organization.name}", f"user_roles.{user_id}")
-        for group_id in group_ids:
-            if group_id not in groups:
-                raise _acl_invalid(f"group {group_id} is not a group of {organization.name}", f"group_roles.{group_id}")
-        current = {(e.kind, e.id) for e in _acl_entries(skill)}
-        changes: dict[str, dict] = {}
-        for user_id in user_ids:
-            role = user_roles[str(user_id)]
-            user = members.get(user_id) or User.objects.filter(pk=user_id).first()
-            had = ("user", user_id) in current
-            if user is None or had == (role == ACL_ROLE):
-                continue
-            if role == ACL_ROLE:
-                assign_perm(USE_PERMISSION, user, skill)
-            else:
-                remove_perm(USE_PERMISSION, user, skill)
-            changes[f"user:{user.get_username()}"] = {"old": ACL_ROLE if had else None, "new": role or None}
-        for group_id in group_ids:
-            group = groups[group_id]
-            role = group_roles[str(group_id)]
-            had = ("group", group_id) in current
-            if had == (role == ACL_ROLE):
-                continue
-            if role == ACL_ROLE:
-                assign_perm(USE_PERMISSION, group.auth_group, skill)
-            else:
-                remove_perm(USE_PERMISSION, group.auth_group, skill)
-            changes[f"group:{group.name}"] = {"old": ACL_ROLE if had else None, "new": role or None}
-        if changes:
-            audit.record(
-                actor=actor,
-                organization=organization,
-                action="organization_skill.acl_update",
-                resource_type="organization_skill",
-                resource_id=skill.pk,
-                resource_name=skill.name,
-                changes=changes,
-            )
-
-
-def _acl_entries(skill: OrganizationSkill):
-    from .selectors import acl_of
-
-    return acl_of([skill]).get(skill.pk, [])
+    """Apply ACL changes (see ``organizations.acl.set_entries``); a refused change raises SkillError 400."""
+    try:
+        acl.set_entries(
+            actor=actor,
+            obj=skill,
+            permission=USE_PERMISSION,
+            user_roles=user_roles,
+            group_roles=group_roles,
+            resource_type="organization_skill",
+        )
+    except acl.AclInvalid as exc:
+        raise SkillError(
+            400,
+            "Invalid request to update organization skill ACL.",
+            exc.detail,
+            [{"field": exc.field, "detail": exc.detail}],
+        ) from None
