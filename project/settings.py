@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "organizations",
     "skills",
     "workspaces",
+    "mcpservers",
     "chats",
 ]
 
