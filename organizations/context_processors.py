@@ -16,8 +16,10 @@ def navigation(request) -> dict:
         for org_perms in access.permissions_by_org(user).values():
             perms |= org_perms
     return {
-        "nav_admin": site_owner or bool(perms & {ORGANIZATION_READ, "audit_log:read", "organization_skill:read"}),
+        "nav_admin": site_owner
+        or bool(perms & {ORGANIZATION_READ, "audit_log:read", "organization_skill:read", "mcp_server:read"}),
         "nav_skills": site_owner or "organization_skill:read" in perms,
+        "nav_mcp": site_owner or "mcp_server:read" in perms,
         "nav_org_admin": site_owner or ORGANIZATION_READ in perms,
         "nav_audit": site_owner or "audit_log:read" in perms,
         "nav_site_owner": site_owner,

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("organizations.urls")),
     path("", include("skills.urls")),
     path("", include("workspaces.urls")),
+    path("", include("mcpservers.urls")),
     path("", include("chats.urls")),
 ]
 

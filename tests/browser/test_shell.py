@@ -20,7 +20,7 @@ from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
 
-ADMIN_SIDEBAR = ["Organizations", "Members", "Groups", "Roles", "Skills", "Audit log"]
+ADMIN_SIDEBAR = ["Organizations", "Members", "Groups", "Roles", "Skills", "MCP servers", "Audit log"]
 MAIN_NAV = "nav[aria-label=Main] a"
 WRONG_CREDENTIALS = "That username or email and password do not match an account."
 

@@ -20,13 +20,63 @@ def _server(world) -> MCPServer:
     return server or services.mcp_server_create(
         actor=world.org_admin,
         organization=world.acme,
-        data={"display_name": "Tickets", "url": "https://tickets.example/mcp", "enabled": True},
+        # Port 9 (discard) on loopback: Test connection fails fast, whoever asks.
+        data={"display_name": "Tickets", "url": "http://127.0.0.1:9/mcp", "enabled": True},
     )
 
 
 READ = {"site_owner": 200, "org_admin": 200, "auditor": 200, "member": 200, "outsider": 404, "anonymous": 401}
 ADMIN_READ = READ | {"member": 404}
 WRITE = {"site_owner": 200, "org_admin": 200, "auditor": 403, "member": 403, "outsider": 404, "anonymous": 401}
+
+COVERED_ROUTES = frozenset(
+    {
+        "mcp-servers",
+        "mcp-server-new",
+        "mcp-server-edit",
+        "mcp-server-delete",
+        "mcp-server-test",
+        "mcp-server-permissions",
+    }
+)
+
+PAGE_READ = {"site_owner": 200, "org_admin": 200, "auditor": 200, "member": 404, "outsider": 404, "anonymous": 302}
+PAGE_CHANGE = PAGE_READ | {"auditor": 403}
+PAGE_DONE = PAGE_CHANGE | {"site_owner": 302, "org_admin": 302}
+
+PAGES = [
+    Endpoint("page list", "get", lambda w: "/ai/settings/mcp-servers?org=acme", PAGE_READ),
+    Endpoint("page new", "get", lambda w: "/ai/settings/mcp-servers/new?org=acme", PAGE_CHANGE),
+    Endpoint("page edit", "get", lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/edit?org=acme", PAGE_CHANGE),
+    Endpoint(
+        "page edit (post)",
+        "post_form",
+        lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/edit?org=acme",
+        PAGE_DONE,
+        lambda w: {"display_name": "Tickets", "url": "https://tickets.example/mcp"},
+    ),
+    Endpoint("page delete", "get", lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/delete?org=acme", PAGE_CHANGE),
+    Endpoint(
+        "page delete (post)",
+        "post_form",
+        lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/delete?org=acme",
+        PAGE_DONE,
+    ),
+    Endpoint(
+        "page permissions", "get", lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/permissions?org=acme", PAGE_READ
+    ),
+    Endpoint(
+        "page permissions (post)",
+        "post_form",
+        lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/permissions?org=acme",
+        PAGE_DONE,
+        lambda w: {"kind": "user", "id": w.member.pk, "role": "read"},
+    ),
+    # Test connection to an unreachable URL still answers the page (with the error): 200 for those who may.
+    Endpoint(
+        "page test", "post_form", lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/test?org=acme", PAGE_CHANGE
+    ),
+]
 
 ENDPOINTS = [
     Endpoint("list", "get", lambda w: API, READ),
@@ -53,12 +103,14 @@ ENDPOINTS = [
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
-@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.name)
+@pytest.mark.parametrize("endpoint", ENDPOINTS + PAGES, ids=lambda e: e.name)
 def test_it_answers_each_persona_as_the_policy_says(world, client_for, endpoint: Endpoint, persona: str):
     client = client_for(persona)
     url = endpoint.url(world)
     if endpoint.method == "get":
         response = client.get(url)
+    elif endpoint.method == "post_form":
+        response = client.post(url, endpoint.data(world) if endpoint.data else {})
     else:
         body = json.dumps(endpoint.data(world)) if endpoint.data else "{}"
         response = getattr(client, endpoint.method)(url, body, content_type="application/json")
@@ -66,3 +118,9 @@ def test_it_answers_each_persona_as_the_policy_says(world, client_for, endpoint:
     assert response.status_code == expected, (
         f"{endpoint.name} as {persona}: {response.status_code}, expected {expected}"
     )
+
+
+def test_it_covers_every_mcp_server_route():
+    from mcpservers.urls import urlpatterns
+
+    assert {p.name for p in urlpatterns} == COVERED_ROUTES

@@ -167,6 +167,7 @@ def test_it_lists_every_url_in_the_matrix():
     from django.urls import get_resolver
 
     from ..chats.test_permission_matrix import COVERED_ROUTES as chats_routes
+    from ..mcpservers.test_permission_matrix import COVERED_ROUTES as mcp_routes
     from ..skills.test_permission_matrix import COVERED_ROUTES as skills_routes
     from ..workspaces.test_permission_matrix import COVERED_ROUTES as workspace_routes
 
@@ -191,6 +192,6 @@ def test_it_lists_every_url_in_the_matrix():
         "audit-log",
     }
     # `settings` redirects to the skills page; api-token-revoke is covered in test_api_tokens (needs a token id).
-    covered |= skills_routes | workspace_routes | chats_routes
+    covered |= skills_routes | workspace_routes | chats_routes | mcp_routes
     uncovered = names - covered - {"settings", "api-token-revoke"} - {n for n in names if n.startswith("api-")}
     assert not uncovered, f"add these routes to the permission matrix: {sorted(uncovered)}"

@@ -1,0 +1,122 @@
+"""Admin settings → MCP servers: list, add, edit, Test connection against a real MCP server, permissions."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from mcpservers import services
+from mcpservers.models import MCPServer
+from organizations.models import AuditEvent
+
+from ..peers.mcp_servers import mcp_server_fixture, unused_port  # noqa: F401 - the fixture
+
+SECRET = "sk-page-secret-456"
+
+
+def url(name, *args):
+    return reverse(name, args=args) + "?org=acme"
+
+
+def add(world, **data):
+    base = {"display_name": "Peer", "url": "https://peer.example/mcp"}
+    return services.mcp_server_create(actor=world.org_admin, organization=world.acme, data=base | data)
+
+
+def test_admins_add_a_server_through_the_form(world, client_for):
+    response = client_for("org_admin").post(
+        url("mcp-server-new"),
+        {
+            "display_name": "Ticket Desk",
+            "url": "https://tickets.example/mcp",
+            "transport": "streamable_http",
+            "availability": "default_on",
+            "auth_type": "custom_headers",
+            "header_name": ["X-Team", ""],
+            "header_value": [SECRET, ""],
+            "tool_deny_list": "delete_ticket\n",
+        },
+    )
+    assert response.status_code == 302
+    server = MCPServer.objects.get(slug="ticket-desk")
+    assert server.custom_headers == {"X-Team": SECRET} and server.tool_deny_list == ["delete_ticket"]
+    page = client_for("org_admin").get(url("mcp-server-edit", server.pk)).content.decode()
+    assert "X-Team" in page and SECRET not in page
+
+
+def test_a_refused_form_shows_the_rule_and_keeps_the_input(world, client_for):
+    response = client_for("org_admin").post(
+        url("mcp-server-new"), {"display_name": "Keyless", "url": "https://k.example/mcp", "auth_type": "api_key"}
+    )
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "API key auth type requires api_key_header and api_key_value." in body and "Keyless" in body
+    assert not MCPServer.objects.exists()
+
+
+def test_blank_secret_inputs_keep_the_stored_values(world, client_for):
+    server = add(world, auth_type="api_key", api_key_value=SECRET)
+    client_for("org_admin").post(
+        url("mcp-server-edit", server.pk),
+        {"display_name": "Peer", "url": "https://peer.example/mcp", "auth_type": "api_key", "api_key_header": "X-Key"},
+    )
+    server.refresh_from_db()
+    assert server.api_key_value == SECRET and server.api_key_header == "X-Key"
+
+
+def test_the_list_is_read_only_for_auditors_and_hidden_from_members(world, client_for):
+    add(world)
+    body = client_for("auditor").get(url("mcp-servers")).content.decode()
+    assert "Peer" in body and "Add server" not in body and "Edit" not in body
+    assert client_for("member").get(url("mcp-servers")).status_code == 404
+    assert client_for("auditor").get(url("mcp-server-new")).status_code == 403
+    assert AuditEvent.objects.filter(action="mcp_server.create", outcome="denied").exists()
+
+
+def test_test_connection_lists_the_tools_and_applies_the_lists(world, client_for, mcp_server):
+    peer = mcp_server(require_header=("X-Api-Key", SECRET))
+    server = add(
+        world,
+        url=peer.url,
+        auth_type="api_key",
+        api_key_header="X-Api-Key",
+        api_key_value=SECRET,
+        tool_deny_list=["fail"],
+    )
+    response = client_for("org_admin").post(url("mcp-server-test", server.pk))
+    body = response.content.decode()
+    assert response.status_code == 200 and "Connected in" in body
+    assert "peer__echo" in body and "peer__fail" in body
+    assert 'aria-label="No, by the allow or deny list"' in body
+    assert SECRET not in body
+
+
+def test_test_connection_reports_a_refusal_without_secrets(world, client_for, mcp_server):
+    peer = mcp_server(require_header=("X-Api-Key", SECRET))
+    server = add(world, url=peer.url, auth_type="api_key", api_key_header="X-Api-Key", api_key_value="wrong-key")
+    body = client_for("org_admin").post(url("mcp-server-test", server.pk)).content.decode()
+    assert "Could not connect" in body and "wrong-key" not in body and SECRET not in body
+    server.url = f"http://127.0.0.1:{unused_port()}/mcp"
+    server.save()
+    body = client_for("org_admin").post(url("mcp-server-test", server.pk)).content.decode()
+    assert "Could not connect" in body
+
+
+def test_permissions_page_adds_and_removes_entries(world, client_for):
+    server = add(world)
+    client = client_for("org_admin")
+    client.post(url("mcp-server-permissions", server.pk), {"kind": "user", "id": world.member.pk, "role": "read"})
+    body = client.get(url("mcp-server-permissions", server.pk)).content.decode()
+    assert "bob" in body and "Everyone" in body
+    response = client.post(
+        url("mcp-server-permissions", server.pk), {"kind": "user", "id": world.outsider.pk, "role": "read"}
+    )
+    assert response.status_code == 400
+
+
+def test_delete_asks_first(world, client_for):
+    server = add(world)
+    client = client_for("org_admin")
+    assert client.get(url("mcp-server-delete", server.pk)).status_code == 200
+    assert MCPServer.objects.exists()
+    assert client.post(url("mcp-server-delete", server.pk)).status_code == 302
+    assert not MCPServer.objects.exists()
