@@ -151,13 +151,11 @@ def _steps(turn: Turn, chat, provider) -> str:
             if _interrupted(turn):
                 result_text, is_error = "stopped before it ran", True
             else:
-                result = registry.call(call.name, call.arguments)
+                result = registry.call(call.name, call.arguments, call.call_id)
                 result_text, is_error = result.content, result.is_error
             call.result, call.is_error, call.finished_at = result_text, is_error, timezone.now()
             call.save(update_fields=["result", "is_error", "finished_at"])
-            Message.objects.create(
-                chat=chat, turn=turn, role=Role.TOOL, tool_call_id=call.call_id, content=result_text
-            )
+            Message.objects.create(chat=chat, turn=turn, role=Role.TOOL, tool_call_id=call.call_id, content=result_text)
     Message.objects.create(
         chat=chat,
         turn=turn,

@@ -37,6 +37,21 @@ class Chat(models.Model):
         return self.title
 
 
+class ChatMCPServer(models.Model):
+    """An MCP server the chat's owner selected (or that was on by default when the chat began). Servers that are
+    always on are not stored: they join every step whose owner may use them."""
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="mcp_selections")
+    server = models.ForeignKey("mcpservers.MCPServer", on_delete=models.CASCADE, related_name="chat_selections")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["chat", "server"], name="unique_chat_mcp_server")]
+
+    def __str__(self) -> str:
+        return f"{self.chat_id} → {self.server_id}"
+
+
 class TurnStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"

@@ -47,6 +47,10 @@ class DemoProvider:
         tool_names = {t["function"]["name"] for t in tools}
         if tool_results:
             result = tool_results[-1]["content"]
+            called = self._called_name(since, tool_results[-1].get("tool_call_id"))
+            if called and called != "read_skill":
+                excerpt = result if len(result) <= 1500 else result[:1500] + "…"
+                return Reply(f"(Demo provider) The tool **{called}** answered:\n\n{excerpt}")
             try:
                 data = json.loads(result)
             except ValueError:
@@ -57,7 +61,11 @@ class DemoProvider:
                 f"(Demo provider) I read the skill **{data.get('name')}**. It says:\n\n{excerpt}\n\n"
                 "A real model would now follow these instructions; configure one in Admin settings → Providers."
             )
-        found = self.ALIAS.search(messages[last_user]["content"] or "")
+        text = messages[last_user]["content"] or ""
+        mcp_call = self._mcp_call(text, tools)
+        if mcp_call is not None:
+            return Reply("", [mcp_call])
+        found = self.ALIAS.search(text)
         if found and "read_skill" in tool_names:
             return Reply("", [ProviderToolCall("demo-read-1", "read_skill", {"name": found.group(1)})])
         catalog = next((m["content"] for m in messages if m["role"] == "system"), "")
@@ -72,6 +80,43 @@ class DemoProvider:
             "(Demo provider) I am the built-in offline demo. No skills are available to this chat yet: add a "
             "personal skill in Settings → Skills, or attach a workspace that has some."
         )
+
+    @staticmethod
+    def _called_name(messages: list[dict], call_id: str | None) -> str | None:
+        for message in messages:
+            for call in message.get("tool_calls") or []:
+                if call.get("id") == call_id:
+                    return call["function"]["name"]
+        return None
+
+    @staticmethod
+    def _mcp_call(text: str, tools: list[dict]) -> ProviderToolCall | None:
+        """``<slug>__<tool>`` in the message calls that MCP tool: with the JSON object that follows it, or with the
+        rest of the message as its first required text argument."""
+        for tool in tools:
+            function = tool["function"]
+            name = function["name"]
+            if "__" not in name or not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text):
+                continue
+            rest = text.split(name, 1)[1].strip()
+            arguments: dict = {}
+            if rest.startswith("{"):
+                try:
+                    parsed = json.loads(rest)
+                    arguments = parsed if isinstance(parsed, dict) else {}
+                except ValueError:
+                    arguments = {}
+            else:
+                schema = function.get("parameters") or {}
+                properties = schema.get("properties") or {}
+                for key in schema.get("required") or list(properties):
+                    if key != "purpose" and properties.get(key, {}).get("type") == "string" and rest:
+                        arguments[key] = rest
+                        break
+            if "purpose" in ((function.get("parameters") or {}).get("properties") or {}):
+                arguments["purpose"] = f"Demo: calling {name}"
+            return ProviderToolCall("demo-mcp-1", name, arguments)
+        return None
 
 
 class OpenAIProvider:

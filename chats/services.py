@@ -64,6 +64,9 @@ def chat_create(
 
             chat.pinned_snapshot = latest_snapshot(workspace)
             chat.save(update_fields=["pinned_snapshot"])
+        from .mcp import select_defaults
+
+        select_defaults(chat)
         _record(owner, chat, "create", {"workspace": {"old": None, "new": workspace.name if workspace else None}})
     return chat
 

@@ -25,7 +25,7 @@ class Tool:
     name: str
     description: str
     parameters: dict
-    handler: Callable[[dict], ToolResult]
+    handler: Callable[[dict, str], ToolResult]  # (arguments, the model's tool call id)
     label: Callable[[dict], str] = field(default=lambda args: "")
 
     def spec(self) -> dict:
@@ -43,12 +43,12 @@ class ToolRegistry:
     def specs(self) -> list[dict]:
         return [tool.spec() for tool in self.tools.values()]
 
-    def call(self, name: str, arguments: dict) -> ToolResult:
+    def call(self, name: str, arguments: dict, call_id: str = "") -> ToolResult:
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(f"unknown tool: {name}", is_error=True)
         try:
-            return tool.handler(arguments if isinstance(arguments, dict) else {})
+            return tool.handler(arguments if isinstance(arguments, dict) else {}, call_id)
         except Exception as exc:  # a tool's own failure is the model's to read, not the loop's to crash on
             return ToolResult(f"{name} failed: {type(exc).__name__}", is_error=True)
 
@@ -58,7 +58,7 @@ def skill_tools(chat: Chat, context: ChatContext) -> list[Tool]:
     if not context.entries:
         return []
 
-    def read_skill(args: dict) -> ToolResult:
+    def read_skill(args: dict, call_id: str = "") -> ToolResult:
         try:
             entry = context.lookup(str(args.get("name", "")))
         except SkillLookupError as exc:
@@ -69,7 +69,7 @@ def skill_tools(chat: Chat, context: ChatContext) -> list[Tool]:
             result["files"] = [f.get("path") for f in entry.files]
         return ToolResult(json.dumps(result, ensure_ascii=False))
 
-    def read_skill_file(args: dict) -> ToolResult:
+    def read_skill_file(args: dict, call_id: str = "") -> ToolResult:
         try:
             entry = context.lookup(str(args.get("name", "")))
         except SkillLookupError as exc:
@@ -115,8 +115,14 @@ def skill_tools(chat: Chat, context: ChatContext) -> list[Tool]:
     ]
 
 
-# Each source: (chat, context) → tools. The MCP servers app adds its own.
-TOOL_SOURCES: list[Callable[[Chat, ChatContext], list[Tool]]] = [skill_tools]
+def _mcp_tools(chat: Chat, context: ChatContext) -> list[Tool]:
+    from .mcp import mcp_tools
+
+    return mcp_tools(chat, context)
+
+
+# Each source: (chat, context) → tools.
+TOOL_SOURCES: list[Callable[[Chat, ChatContext], list[Tool]]] = [skill_tools, _mcp_tools]
 
 
 def registry_for(chat: Chat, context: ChatContext) -> ToolRegistry:

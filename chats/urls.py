@@ -10,5 +10,6 @@ urlpatterns = [
     path("agents/chats/<int:chat_id>/interrupt", views.chat_interrupt, name="chat-interrupt"),
     path("agents/chats/<int:chat_id>/context", views.chat_refresh, name="chat-refresh"),
     path("agents/chats/<int:chat_id>/skills", views.chat_skills, name="chat-skills"),
+    path("agents/chats/<int:chat_id>/mcp-servers", views.chat_mcp_servers, name="chat-mcp-servers"),
     path("ai/settings/providers", views.providers_page, name="providers"),
 ]

@@ -81,8 +81,11 @@ def _live_context(chat: Chat) -> dict:
     note = ""
     if chat.workspace_id and chat.pinned_snapshot_id is None:
         note = "The workspace is still starting: its skills appear once its agent has pushed a snapshot."
+    from .mcp import picker
+
     return {
         "chat": chat,
+        "mcp_rows": picker(chat),
         "messages_list": [m for m in transcript if m.role != "tool"],
         "active_turn": active,
         "last_turn": last_turn,
@@ -139,6 +142,21 @@ def chat_refresh(request: HttpRequest, chat_id: int) -> HttpResponse:
     if request.htmx:
         return render(request, "chats/chat.html#chat-live", _live_context(chat_for(request, chat_id)))
     messages.success(request, "Context refreshed: this chat now uses the workspace's latest files.")
+    return redirect("chat", chat_id=chat.pk)
+
+
+@login_required
+@require_POST
+def chat_mcp_servers(request: HttpRequest, chat_id: int) -> HttpResponse:
+    """Save the chat's MCP server picker."""
+    from .mcp import set_selection
+
+    chat = chat_for(request, chat_id)
+    ids = {int(v) for v in request.POST.getlist("servers") if v.isdigit()}
+    set_selection(chat=chat, server_ids=ids)
+    if request.htmx:
+        return render(request, "chats/chat.html#mcp-picker", _live_context(chat))
+    messages.success(request, "Tools for this chat saved.")
     return redirect("chat", chat_id=chat.pk)
 
 

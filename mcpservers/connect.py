@@ -29,10 +29,11 @@ def endpoint_for(
     call_timeout: float = CALL_TIMEOUT,
 ) -> client.Endpoint:
     identity: dict[str, str] = {}
-    if server.forward_coder_headers and owner_id is not None:
+    # Identity headers describe a chat: without one (Test connection) none are sent.
+    if server.forward_coder_headers and owner_id is not None and chat_id is not None:
         identity = signing.identity_headers(
             owner=str(owner_id),
-            chat=str(chat_id or ""),
+            chat=str(chat_id),
             subchat=None,
             workspace=str(workspace_id) if workspace_id else None,
         )

@@ -204,7 +204,7 @@ def test_it_drops_a_disabled_skill_at_the_next_step_of_the_same_turn(
 ):
     org_skill(world, "release-notes", "Writes release notes.")
 
-    def disable(args):
+    def disable(args, call_id=""):
         skill_services.organization_skill_update(actor=world.org_admin, skill=code_review, enabled=False)
         return tools.ToolResult("disabled")
 
@@ -497,7 +497,7 @@ def test_it_stops_a_queued_turn_without_calling_the_model(
 def test_it_stops_a_running_turn_before_its_next_tool_call_and_step(
     world, chat, code_review, model_server, send, monkeypatch
 ):
-    def press_stop(args):
+    def press_stop(args, call_id=""):
         assert services.turn_interrupt(chat=chat, actor=world.member)
         return tools.ToolResult("pressed")
 

@@ -24,7 +24,17 @@ from ..conftest import PERSONAS, World
 from ..organizations.test_permission_matrix import ALL, Endpoint
 
 COVERED_ROUTES = frozenset(
-    {"agents", "chat-new", "chat", "chat-send", "chat-interrupt", "chat-refresh", "chat-skills", "providers"}
+    {
+        "agents",
+        "chat-new",
+        "chat",
+        "chat-send",
+        "chat-interrupt",
+        "chat-refresh",
+        "chat-skills",
+        "chat-mcp-servers",
+        "providers",
+    }
 )
 API = "/api/v2/chats"
 
@@ -67,6 +77,7 @@ ENDPOINTS = [
     Endpoint("chat interrupt", "post", _page("chat-interrupt"), OWNER_ONLY(302, 302)),
     Endpoint("chat refresh context", "post", _page("chat-refresh"), OWNER_ONLY(302, 302)),
     Endpoint("chat skills (/ menu)", "get", _page("chat-skills"), OWNER_ONLY(200, 302)),
+    Endpoint("chat MCP servers", "post", _page("chat-mcp-servers"), OWNER_ONLY(302, 302), lambda w: {"servers": []}),
     # A wrong method is refused before the chat is looked up, whoever asks and whatever the id: nothing leaks.
     Endpoint("chat (POST)", "post", _page("chat"), ALL(405)),
     Endpoint("chat skills (POST)", "post", _page("chat-skills"), ALL(405)),
@@ -141,7 +152,7 @@ def test_nobody_else_changes_bobs_chat(world, client_for, persona):
         for e in ENDPOINTS
         if e.method not in {"get", "api-get"} and e.name not in {"chat new", "api chat create", "provider save"}
     ]
-    assert len(writes) == 9
+    assert len(writes) == 10
     for endpoint in writes:
         assert request(client, endpoint, world).status_code in {404, 405}, endpoint.name
     chat.refresh_from_db()

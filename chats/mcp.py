@@ -1,0 +1,173 @@
+"""MCP servers in chats: which servers a step uses, the picker's choices, and their tools in the step's registry.
+
+Availability: ``force_on`` servers join every chat whose owner may use them (no opting out); ``default_on`` servers
+are selected when a chat begins; ``default_off`` servers wait for the user to opt in. Revoking someone's access
+stops new selection, but a chat that already selected a server keeps it; disabling or deleting a server cuts it off
+everywhere. Tools are named ``<slug>__<tool>``, filtered by the allow list (when not empty) then the deny list, and
+discovered tools are cached briefly per server and auth identity. A server that cannot be reached is skipped and the
+others still contribute.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.db import transaction
+
+from mcpservers import client, connect
+from mcpservers.models import Availability, MCPServer
+from mcpservers.selectors import servers_usable_by
+from organizations import audit
+
+from .models import Chat, ChatMCPServer
+
+logger = logging.getLogger(__name__)
+
+TOOLS_CACHE_SECONDS = 60
+FAILURE_CACHE_SECONDS = 15
+PURPOSE = "purpose"
+
+
+@dataclass
+class PickerRow:
+    server: MCPServer
+    selected: bool
+    locked: bool  # force_on: always on
+    usable: bool  # False: selected earlier, access since revoked (kept, but cannot be chosen again)
+
+
+def select_defaults(chat: Chat) -> None:
+    """At a chat's start: select the ``default_on`` servers its owner may use."""
+    defaults = servers_usable_by(chat.owner, chat.organization).filter(availability=Availability.DEFAULT_ON)
+    ChatMCPServer.objects.bulk_create(
+        [ChatMCPServer(chat=chat, server=server) for server in defaults], ignore_conflicts=True
+    )
+
+
+def active_servers(chat: Chat) -> list[MCPServer]:
+    """The servers of this step: always-on servers the owner may use, and the chat's selection (enabled only)."""
+    usable = list(servers_usable_by(chat.owner, chat.organization))
+    forced = [s for s in usable if s.availability == Availability.FORCE_ON]
+    selected = list(MCPServer.objects.filter(chat_selections__chat=chat, enabled=True, organization=chat.organization))
+    seen: set[int] = set()
+    result = []
+    for server in forced + selected:
+        if server.pk not in seen:
+            seen.add(server.pk)
+            result.append(server)
+    return sorted(result, key=lambda s: s.slug)
+
+
+def picker(chat: Chat) -> list[PickerRow]:
+    usable = list(servers_usable_by(chat.owner, chat.organization))
+    selected_ids = set(ChatMCPServer.objects.filter(chat=chat).values_list("server_id", flat=True))
+    rows = [
+        PickerRow(
+            s,
+            s.availability == Availability.FORCE_ON or s.pk in selected_ids,
+            s.availability == Availability.FORCE_ON,
+            True,
+        )
+        for s in usable
+    ]
+    usable_ids = {s.pk for s in usable}
+    for server in MCPServer.objects.filter(pk__in=selected_ids - usable_ids, enabled=True):
+        rows.append(PickerRow(server, True, False, False))
+    return sorted(rows, key=lambda r: r.server.display_name.lower())
+
+
+def set_selection(*, chat: Chat, server_ids: set[int]) -> None:
+    """Save the picker: servers the owner may use can be added; a kept server whose access was revoked may stay or
+    be removed, never added again. Always-on servers are not stored."""
+    usable = {s.pk: s for s in servers_usable_by(chat.owner, chat.organization)}
+    with transaction.atomic():
+        current = set(ChatMCPServer.objects.filter(chat=chat).values_list("server_id", flat=True))
+        wanted = {pk for pk in server_ids if pk in usable and usable[pk].availability != Availability.FORCE_ON}
+        wanted |= current & server_ids  # kept after a revocation
+        removed, added = current - wanted, wanted - current
+        ChatMCPServer.objects.filter(chat=chat, server_id__in=removed).delete()
+        ChatMCPServer.objects.bulk_create([ChatMCPServer(chat=chat, server_id=pk) for pk in added])
+        if removed or added:
+            audit.record(
+                actor=chat.owner,
+                organization=chat.organization,
+                action="chat.mcp_selection",
+                resource_type="chat",
+                resource_id=chat.pk,
+                resource_name=chat.title[:256],
+                changes={"mcp_servers": {"old": sorted(current), "new": sorted(wanted)}},
+            )
+
+
+def _identity_key(server: MCPServer) -> str:
+    # Static auth (none, API key, custom headers) is the same for everyone; per-user auth arrives with OAuth2.
+    return f"static:{server.auth_type}"
+
+
+def discover(server: MCPServer, endpoint: client.Endpoint) -> list[client.RemoteTool] | None:
+    """The server's tools, cached briefly per server version and auth identity. None when it cannot be reached."""
+    key = f"mcp-tools:{server.pk}:{server.updated_at.timestamp()}:{_identity_key(server)}"
+    cached = cache.get(key)
+    if cached == "unreachable":
+        return None
+    if cached is not None:
+        return [client.RemoteTool(**tool) for tool in cached]
+    try:
+        tools = client.list_tools(endpoint)
+    except client.MCPError as exc:
+        logger.warning("MCP server %s skipped: %s", server.slug, exc)
+        cache.set(key, "unreachable", FAILURE_CACHE_SECONDS)
+        return None
+    cache.set(key, [t.__dict__ for t in tools], TOOLS_CACHE_SECONDS)
+    return tools
+
+
+def mcp_tools(chat: Chat, context) -> list:
+    """The registry entries of the step's MCP servers."""
+    from .tools import Tool, ToolResult
+
+    tools: list[Tool] = []
+    for server in active_servers(chat):
+        endpoint = connect.endpoint_for(server, owner_id=chat.owner_id, chat_id=chat.pk, workspace_id=chat.workspace_id)
+        discovered = discover(server, endpoint)
+        if not discovered:
+            continue
+        for remote in connect.filter_tools(server, discovered):
+            tools.append(_tool(server, endpoint, remote, Tool, ToolResult))
+    return tools
+
+
+def _tool(server: MCPServer, endpoint: client.Endpoint, remote: client.RemoteTool, Tool, ToolResult):
+    schema = dict(remote.input_schema or {})
+    schema.setdefault("type", "object")
+    if server.model_intent:
+        properties = dict(schema.get("properties") or {})
+        properties[PURPOSE] = {
+            "type": "string",
+            "description": "Why you are calling this tool, in a few words. Shown to the user.",
+        }
+        schema["properties"] = properties
+        schema["required"] = sorted(set(schema.get("required") or []) | {PURPOSE})
+
+    def handler(arguments: dict, call_id: str) -> ToolResult:
+        forwarded = {k: v for k, v in arguments.items() if not (server.model_intent and k == PURPOSE)}
+        try:
+            outcome = client.call_tool(endpoint, remote.name, forwarded, tool_call_id=call_id)
+        except client.MCPError as exc:
+            return ToolResult(str(exc), is_error=True)
+        return ToolResult(outcome.content, is_error=outcome.is_error)
+
+    def label(arguments: dict) -> str:
+        if server.model_intent and arguments.get(PURPOSE):
+            return str(arguments[PURPOSE])[:300]
+        return f"Calling {server.display_name}: {remote.name}"
+
+    return Tool(
+        name=f"{server.slug}__{remote.name}",
+        description=f"[{server.display_name}] {remote.description}".strip(),
+        parameters=schema,
+        handler=handler,
+        label=label,
+    )
