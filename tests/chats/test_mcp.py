@@ -152,3 +152,15 @@ def test_the_picker_page_saves_the_selection(world, client_for, mcp_server):
     assert response.status_code == 302
     assert [s.pk for s in chat_mcp.active_servers(chat)] == [off.pk]
     assert client_for("org_admin").post(reverse("chat-mcp-servers", args=[chat.pk]), {"servers": []}).status_code == 404
+
+
+def test_no_secret_reaches_a_log_record_when_a_server_refuses(world, mcp_server, caplog):
+    """A refused connection is logged and skipped; neither the key nor the server's answer is in any log record."""
+    peer = mcp_server(require_header=("X-Api-Key", "the-right-key"))
+    server(world, peer.url, auth_type="api_key", api_key_header="X-Api-Key", api_key_value=API_KEY)
+    chat = services.chat_create(owner=world.member, organization=world.acme)
+    with caplog.at_level("DEBUG"):
+        assert chat_mcp.mcp_tools(chat, None) == []
+    text = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert "peer skipped" in text
+    assert API_KEY not in text and "the-right-key" not in text
