@@ -20,7 +20,7 @@ endif
 .PHONY: help venv run test lint constraints clean FORCE
 
 help:
-	@echo "make run          start the web server, a Celery worker and beat (http://127.0.0.1:8000/)"
+	@echo "make run          start the web server, a Celery worker, beat and the demo MCP server (http://127.0.0.1:8000/)"
 	@echo "make test         run the test suite (PYTEST_ARGS='...' passes arguments to pytest)"
 	@echo "make lint         ruff check ."
 	@echo "make constraints  regenerate constraints.txt from .venv"

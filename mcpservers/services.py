@@ -162,7 +162,7 @@ def _snapshot(server: MCPServer) -> dict:
     return data
 
 
-def _apply(server: MCPServer, data: dict, *, actor: User, creating: bool) -> None:
+def _apply(server: MCPServer, data: dict, *, actor: User | None, creating: bool) -> None:
     """Validate ``data`` into ``server`` (not saved). Raises MCPConfigError with the documented messages."""
     for name in PLAIN_FIELDS:
         if name in data and data[name] is not None:
@@ -246,13 +246,14 @@ def _apply(server: MCPServer, data: dict, *, actor: User, creating: bool) -> Non
                 "custom_headers",
                 "add at least one header",
             )
-    elif server.auth_type == AuthType.USER_OIDC and not access.is_site_owner(actor):
+    elif server.auth_type == AuthType.USER_OIDC and actor is not None and not access.is_site_owner(actor):
+        # actor None is the operator at the command line (seed_demo, management commands): a site owner's say.
         raise MCPConfigError(403, "Only site owners can configure servers that use User OIDC identity.")
 
 
-def mcp_server_create(*, actor: User, organization: Organization, data: dict) -> MCPServer:
+def mcp_server_create(*, actor: User | None, organization: Organization, data: dict) -> MCPServer:
     """Create a server, shared with the organization's Everyone group."""
-    server = MCPServer(organization=organization, created_by=actor if actor.is_authenticated else None)
+    server = MCPServer(organization=organization, created_by=actor if actor and actor.is_authenticated else None)
     _apply(server, data, actor=actor, creating=True)
     try:
         with transaction.atomic():

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Run Switchboard for development: the web server, a Celery worker and Celery beat (``make run``).
+"""Run Switchboard for development: the web server, a Celery worker, Celery beat and the demo MCP server
+(``make run``).
 
-First applies migrations and seeds the demo data (``manage.py seed_demo``, which prints the demo sign-ins),
-then supervises three child processes. Ctrl-C or SIGTERM stops them all and exits 0; if one of them dies on
-its own, the others are stopped and this script exits non-zero naming it.
+First applies migrations and seeds the demo data (``manage.py seed_demo``, which prints the demo sign-ins and
+registers the demo MCP server in ``acme``), then supervises four child processes. Ctrl-C or SIGTERM stops them all
+and exits 0; if one of them dies on its own, the others are stopped and this script exits non-zero naming it.
 
 Standard library only: it runs with the project's virtualenv Python (``.venv/bin/python scripts/run.py``).
-Environment: PORT (default 8000); DEBUG defaults to true for the children; everything else as in the README.
+Environment: PORT (default 8000); DEMO_MCP_PORT (default 8765), the demo MCP server's port, passed on to the
+children so that seed_demo registers the URL the server listens on; DEBUG defaults to true for the children;
+everything else as in the README.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STOP_TIMEOUT = 10.0
+DEFAULT_DEMO_MCP_PORT = 8765
 
 
 def say(message: str) -> None:
@@ -164,6 +168,21 @@ def main() -> int:
     if port_in_use(port):
         say(f"port {port} on {HOST} is already in use; stop what is running there or set PORT=...")
         return 1
+    demo_port_text = env.get("DEMO_MCP_PORT", "").strip() or str(DEFAULT_DEMO_MCP_PORT)
+    if not demo_port_text.isdigit() or not 0 < int(demo_port_text) < 65536:
+        say(f"DEMO_MCP_PORT must be a port number, not {demo_port_text!r}")
+        return 2
+    demo_port = int(demo_port_text)
+    if demo_port == port:
+        say(f"DEMO_MCP_PORT and PORT are both {port}; give the demo MCP server another port")
+        return 2
+    if port_in_use(demo_port):
+        say(
+            f"port {demo_port} on {HOST} (the demo MCP server) is already in use; "
+            "stop what is running there or set DEMO_MCP_PORT=..."
+        )
+        return 1
+    env["DEMO_MCP_PORT"] = str(demo_port)  # seed_demo registers this port; the server below listens on it
 
     supervisor = Supervisor(env)
     signal.signal(signal.SIGINT, supervisor.on_signal)
@@ -185,8 +204,13 @@ def main() -> int:
         "Celery worker", [python, "-m", "celery", "-A", "project", "worker", "--loglevel=INFO", "--pool=solo"]
     )
     supervisor.start("Celery beat", [python, "-m", "celery", "-A", "project", "beat", "--loglevel=INFO"])
+    supervisor.start(
+        "demo MCP server (mcpservers.demo_server)",
+        [python, "-m", "mcpservers.demo_server", "--host", HOST, "--port", str(demo_port)],
+    )
 
     say(f"URL:      http://{HOST}:{port}/")
+    say(f"demo MCP: http://{HOST}:{demo_port}/mcp  (registered in acme as 'Demo tools')")
     for line in describe_services(env):
         say(line)
     say(f"DEBUG={env['DEBUG']}; the demo sign-ins are printed above by seed_demo")

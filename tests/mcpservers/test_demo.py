@@ -1,0 +1,318 @@
+"""The demo MCP server (``mcpservers.demo_server``) run as a real subprocess and spoken to with
+``mcpservers.client``, and its registration by ``manage.py seed_demo`` (``mcpservers.demo``)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from mcpservers.client import Endpoint, MCPError, ToolOutcome, call_tool, list_tools
+from mcpservers.models import AuthType, Availability, MCPServer, Transport
+from organizations import acl
+from tests.peers.mcp_servers import unused_port
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ["current_time", "word_count", "roll_dice", "lookup_http_status"]
+
+
+class DemoServer:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.log = tempfile.TemporaryFile()  # not a pipe: a full pipe would block the server
+        # Our own fixed command line.
+        self.proc = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "mcpservers.demo_server", "--port", str(port)],
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self.endpoint = Endpoint(
+            url=f"http://127.0.0.1:{port}/mcp", transport="streamable_http", headers={}, call_timeout=10
+        )
+
+    def wait_until_listening(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the demo MCP server exited early:\n{self.output()}")
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.settimeout(0.2)
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("the demo MCP server did not start listening in time")
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def call(self, name: str, arguments: dict) -> ToolOutcome:
+        return call_tool(self.endpoint, name, arguments, tool_call_id=f"test-{name}")
+
+    def call_json(self, name: str, arguments: dict) -> dict:
+        outcome = self.call(name, arguments)
+        assert not outcome.is_error, outcome.content
+        return json.loads(outcome.content)
+
+
+def start_demo_server() -> DemoServer:
+    server = DemoServer(unused_port())
+    try:
+        server.wait_until_listening()
+    except BaseException:
+        server.close()
+        raise
+    return server
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[DemoServer]:
+    server = start_demo_server()
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        finally:
+            server.close()
+
+
+@pytest.fixture
+def own_demo() -> Iterator[DemoServer]:
+    """A server for one test, which may stop it itself; stopped after the test in any case."""
+    server = start_demo_server()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+# The server ---------------------------------------------------------------------------------------------------
+
+
+def test_it_lists_its_tools_with_descriptions_and_typed_parameters(demo):
+    tools = {tool.name: tool for tool in list_tools(demo.endpoint)}
+
+    assert list(tools) == TOOLS
+    assert all(tool.description for tool in tools.values())
+    time_props = tools["current_time"].input_schema["properties"]
+    assert time_props["timezone"]["type"] == "string" and time_props["timezone"]["default"] == "UTC"
+    assert "IANA" in time_props["timezone"]["description"]
+    assert tools["word_count"].input_schema["required"] == ["text"]
+    dice = tools["roll_dice"].input_schema["properties"]
+    assert (dice["sides"]["type"], dice["sides"]["minimum"], dice["sides"]["maximum"]) == ("integer", 2, 1000)
+    assert (dice["count"]["minimum"], dice["count"]["maximum"], dice["count"]["default"]) == (1, 100, 1)
+    status = tools["lookup_http_status"].input_schema
+    assert status["required"] == ["code"] and status["properties"]["code"]["type"] == "integer"
+
+
+def test_it_tells_the_current_time_in_utc_by_default(demo):
+    before = datetime.now(UTC).replace(microsecond=0)
+    answer = demo.call_json("current_time", {})
+    after = datetime.now(UTC)
+
+    assert answer["timezone"] == "UTC" and answer["utc_offset"] == "+00:00"
+    assert before <= datetime.fromisoformat(answer["iso"]) <= after
+    assert answer["date"] == answer["iso"][:10] and answer["time"] == answer["iso"][11:19]
+
+
+def test_it_tells_the_current_time_in_a_named_time_zone(demo):
+    answer = demo.call_json("current_time", {"timezone": "Europe/Paris"})
+
+    assert answer["timezone"] == "Europe/Paris"
+    assert answer["utc_offset"] in {"+01:00", "+02:00"} and answer["abbreviation"] in {"CET", "CEST"}
+    moment = datetime.fromisoformat(answer["iso"])
+    assert abs((moment - datetime.now(UTC)).total_seconds()) < 60
+    assert answer["weekday"] == moment.strftime("%A")
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd", ""])
+def test_it_refuses_an_unknown_time_zone_clearly(demo, zone):
+    outcome = demo.call("current_time", {"timezone": zone})
+
+    assert outcome.is_error
+    assert "Unknown time zone" in outcome.content and "IANA" in outcome.content
+
+
+def test_it_counts_words_characters_and_lines(demo):
+    text = "The quick brown fox\njumps over  the lazy dog.\n"
+
+    assert demo.call_json("word_count", {"text": text}) == {
+        "words": 9,
+        "characters": len(text),
+        "characters_without_spaces": 36,
+        "lines": 2,
+    }
+    assert demo.call_json("word_count", {"text": ""}) == {
+        "words": 0,
+        "characters": 0,
+        "characters_without_spaces": 0,
+        "lines": 0,
+    }
+
+
+def test_it_rolls_dice_within_range(demo):
+    answer = demo.call_json("roll_dice", {"sides": 6, "count": 50})
+
+    assert answer["sides"] == 6 and len(answer["rolls"]) == 50
+    assert all(1 <= roll <= 6 for roll in answer["rolls"])
+    assert answer["total"] == sum(answer["rolls"])
+    assert len(demo.call_json("roll_dice", {})["rolls"]) == 1  # one six-sided die by default
+
+
+@pytest.mark.parametrize("arguments", [{"sides": 1}, {"sides": 1001}, {"count": 0}, {"count": 101}, {"sides": "many"}])
+def test_it_refuses_dice_out_of_bounds(demo, arguments):
+    outcome = demo.call("roll_dice", arguments)
+
+    assert outcome.is_error
+    assert next(iter(arguments)) in outcome.content  # the error names the offending parameter
+
+
+def test_it_looks_up_http_status_codes(demo):
+    assert demo.call_json("lookup_http_status", {"code": 404}) == {
+        "code": 404,
+        "phrase": "Not Found",
+        "description": "Nothing matches the given URI",
+        "category": "4xx client error",
+    }
+    teapot = demo.call_json("lookup_http_status", {"code": 418})
+    assert teapot["phrase"] == "I'm a Teapot" and teapot["category"] == "4xx client error"
+    assert demo.call_json("lookup_http_status", {"code": 503})["category"] == "5xx server error"
+
+
+@pytest.mark.parametrize("code", [299, 42, 600])
+def test_it_refuses_a_code_that_is_not_a_standard_status(demo, code):
+    outcome = demo.call("lookup_http_status", {"code": code})
+
+    assert outcome.is_error
+    assert str(code) in outcome.content or "code" in outcome.content
+
+
+def test_it_answers_an_unknown_tool_with_an_error(demo):
+    try:
+        outcome = demo.call("delete_everything", {})
+    except MCPError as exc:  # a JSON-RPC error is fine too
+        assert "MCP server" in str(exc)
+    else:
+        assert outcome.is_error
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_it_stops_cleanly_and_promptly_on_a_signal(own_demo, signum):
+    assert call_tool(own_demo.endpoint, "word_count", {"text": "a b"}, tool_call_id="c1").is_error is False
+    # An idle client connection left open must not hold the shutdown up.
+    idle = socket.create_connection(("127.0.0.1", own_demo.port))
+    try:
+        started = time.monotonic()
+        code = own_demo.stop(signum, timeout=8)
+        elapsed = time.monotonic() - started
+    finally:
+        idle.close()
+
+    assert code == 0, own_demo.output()
+    assert elapsed < 5
+    assert "Traceback" not in own_demo.output()
+    with pytest.raises(MCPError, match="could not connect"):
+        list_tools(own_demo.endpoint)
+
+
+def test_it_exits_non_zero_when_its_port_is_taken(own_demo):
+    clash = DemoServer(own_demo.port)
+    try:
+        code = clash.proc.wait(timeout=20)
+    finally:
+        clash.close()
+
+    assert code != 0
+    assert list_tools(own_demo.endpoint)  # the first one still serves
+
+
+def test_it_does_not_import_django():
+    # Our own fixed command line.
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", "import sys, mcpservers.demo_server; print('django' in sys.modules)"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip() == "False"
+
+
+# The seed -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_it_registers_the_demo_server_in_acme_once(monkeypatch):
+    monkeypatch.setenv("DEMO_MCP_PORT", "8799")
+
+    call_command("seed_demo", stdout=StringIO())
+    call_command("seed_demo", stdout=StringIO())
+
+    servers = MCPServer.objects.filter(slug="demo-tools")
+    assert servers.count() == 1
+    server = servers.get()
+    assert server.organization.name == "acme"
+    assert server.display_name == "Demo tools"
+    assert server.url == "http://127.0.0.1:8799/mcp"
+    assert server.transport == Transport.STREAMABLE_HTTP
+    assert server.enabled is True
+    assert server.availability == Availability.DEFAULT_ON
+    assert server.auth_type == AuthType.NONE
+    assert server.icon_url == "🧰"
+    assert "make run" in server.description
+    entries = acl.entries([server], "use_mcpserver")[server.pk]
+    assert [(entry.kind, entry.name) for entry in entries] == [("group", "Everyone")]
+
+
+@pytest.mark.django_db
+def test_it_uses_port_8765_without_demo_mcp_port(monkeypatch):
+    monkeypatch.delenv("DEMO_MCP_PORT", raising=False)
+
+    call_command("seed_demo", stdout=StringIO())
+
+    assert MCPServer.objects.get(slug="demo-tools").url == "http://127.0.0.1:8765/mcp"
+
+
+@pytest.mark.django_db
+def test_it_keeps_an_existing_demo_tools_server(monkeypatch):
+    monkeypatch.setenv("DEMO_MCP_PORT", "8799")
+    call_command("seed_demo", stdout=StringIO())
+    server = MCPServer.objects.get(slug="demo-tools")
+    MCPServer.objects.filter(pk=server.pk).update(enabled=False, url="http://127.0.0.1:9999/mcp")
+    monkeypatch.setenv("DEMO_MCP_PORT", "8800")
+
+    call_command("seed_demo", stdout=StringIO())
+
+    server.refresh_from_db()
+    assert (server.enabled, server.url) == (False, "http://127.0.0.1:9999/mcp")  # an admin's changes stay
+    assert MCPServer.objects.filter(slug="demo-tools").count() == 1
