@@ -83,9 +83,11 @@ def _live_context(chat: Chat) -> dict:
         note = "The workspace is still starting: its skills appear once its agent has pushed a snapshot."
     from .mcp import picker
 
+    rows = picker(chat)
     return {
         "chat": chat,
-        "mcp_rows": picker(chat),
+        "mcp_rows": rows,
+        "mcp_selected": [row.server.display_name for row in rows if row.selected],
         "messages_list": [m for m in transcript if m.role != "tool"],
         "active_turn": active,
         "last_turn": last_turn,

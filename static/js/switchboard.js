@@ -27,6 +27,20 @@
       button.textContent = "Copied";
     });
   });
+  // The MCP server form shows only the chosen auth type's fields (all of them stay visible without JavaScript).
+  function showAuthGroup(select) {
+    document.querySelectorAll("[data-auth-group]").forEach(function (group) {
+      group.hidden = group.getAttribute("data-auth-group") !== select.value;
+    });
+  }
+  onReady(function () {
+    var select = document.querySelector("select[data-auth-select]");
+    if (select) showAuthGroup(select);
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("select[data-auth-select]")) showAuthGroup(event.target);
+  });
+
   // Read-only views fetched by htmx into #dialog-slot open as a modal dialog; closing it returns focus to the link.
   var dialogOpener = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
