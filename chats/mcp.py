@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db import transaction
 
-from mcpservers import client, connect
-from mcpservers.models import Availability, MCPServer
+from mcpservers import client, connect, oauth_services
+from mcpservers.models import AuthType, Availability, MCPServer
 from mcpservers.selectors import servers_usable_by
 from organizations import audit
 
@@ -36,6 +36,8 @@ class PickerRow:
     selected: bool
     locked: bool  # force_on: always on
     usable: bool  # False: selected earlier, access since revoked (kept, but cannot be chosen again)
+    connection: str = ""  # OAuth2 servers: connected, expired, needs_reconnect or not_connected
+    connect_url: str = ""
 
 
 def select_defaults(chat: Chat) -> None:
@@ -75,6 +77,12 @@ def picker(chat: Chat) -> list[PickerRow]:
     usable_ids = {s.pk for s in usable}
     for server in MCPServer.objects.filter(pk__in=selected_ids - usable_ids, enabled=True):
         rows.append(PickerRow(server, True, False, False))
+    for row in rows:
+        if row.server.auth_type == AuthType.OAUTH2:
+            row.connection = oauth_services.connection_state(chat.owner, row.server)
+            row.connect_url = (
+                f"/api/v2/organizations/{chat.organization.name}/mcp-servers/{row.server.pk}/oauth2/connect"
+            )
     return sorted(rows, key=lambda r: r.server.display_name.lower())
 
 
@@ -101,21 +109,32 @@ def set_selection(*, chat: Chat, server_ids: set[int]) -> None:
             )
 
 
-def _identity_key(server: MCPServer) -> str:
-    # Static auth (none, API key, custom headers) is the same for everyone; per-user auth arrives with OAuth2.
+def _identity_key(server: MCPServer, user_id: int) -> str:
+    # Static auth (none, API key, custom headers) is the same for everyone; OAuth2 tools are per user.
+    if server.auth_type in {AuthType.OAUTH2, AuthType.USER_OIDC}:
+        return f"user:{user_id}"
     return f"static:{server.auth_type}"
 
 
-def discover(server: MCPServer, endpoint: client.Endpoint) -> list[client.RemoteTool] | None:
-    """The server's tools, cached briefly per server version and auth identity. None when it cannot be reached."""
-    key = f"mcp-tools:{server.pk}:{server.updated_at.timestamp()}:{_identity_key(server)}"
+def discover(
+    server: MCPServer, endpoint: client.Endpoint, user_id: int, *, after_401=None
+) -> list[client.RemoteTool] | None:
+    """The server's tools, cached briefly per server version and auth identity. None when it cannot be reached.
+    ``after_401`` (OAuth2) gives a refreshed endpoint for one retry when the server answers 401."""
+    key = f"mcp-tools:{server.pk}:{server.updated_at.timestamp()}:{_identity_key(server, user_id)}"
     cached = cache.get(key)
     if cached == "unreachable":
         return None
     if cached is not None:
         return [client.RemoteTool(**tool) for tool in cached]
     try:
-        tools = client.list_tools(endpoint)
+        try:
+            tools = client.list_tools(endpoint)
+        except client.MCPError as exc:
+            retry = after_401() if exc.status == 401 and after_401 else None
+            if retry is None:
+                raise
+            tools = client.list_tools(retry)
     except client.MCPError as exc:
         logger.warning("MCP server %s skipped: %s", server.slug, exc)
         cache.set(key, "unreachable", FAILURE_CACHE_SECONDS)
@@ -130,16 +149,38 @@ def mcp_tools(chat: Chat, context) -> list:
 
     tools: list[Tool] = []
     for server in active_servers(chat):
-        endpoint = connect.endpoint_for(server, owner_id=chat.owner_id, chat_id=chat.pk, workspace_id=chat.workspace_id)
-        discovered = discover(server, endpoint)
+        bearer = None
+        if server.auth_type == AuthType.OAUTH2:
+            bearer = oauth_services.access_token_for(user=chat.owner, server=server)
+            if bearer is None:
+                continue  # not connected (or must reconnect): the picker and MCP connections say so
+        endpoint = _endpoint(chat, server, bearer)
+        discovered = discover(server, endpoint, chat.owner_id, after_401=_refreshed(chat, server))
         if not discovered:
             continue
         for remote in connect.filter_tools(server, discovered):
-            tools.append(_tool(server, endpoint, remote, Tool, ToolResult))
+            tools.append(_tool(chat, server, endpoint, remote, Tool, ToolResult))
     return tools
 
 
-def _tool(server: MCPServer, endpoint: client.Endpoint, remote: client.RemoteTool, Tool, ToolResult):
+def _refreshed(chat: Chat, server: MCPServer):
+    if server.auth_type != AuthType.OAUTH2:
+        return None
+
+    def endpoint() -> client.Endpoint | None:
+        bearer = oauth_services.access_token_for(user=chat.owner, server=server, force_refresh=True)
+        return _endpoint(chat, server, bearer) if bearer else None
+
+    return endpoint
+
+
+def _endpoint(chat: Chat, server: MCPServer, bearer: str | None) -> client.Endpoint:
+    return connect.endpoint_for(
+        server, owner_id=chat.owner_id, chat_id=chat.pk, workspace_id=chat.workspace_id, bearer=bearer
+    )
+
+
+def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: client.RemoteTool, Tool, ToolResult):
     schema = dict(remote.input_schema or {})
     schema.setdefault("type", "object")
     if server.model_intent:
@@ -156,7 +197,18 @@ def _tool(server: MCPServer, endpoint: client.Endpoint, remote: client.RemoteToo
         try:
             outcome = client.call_tool(endpoint, remote.name, forwarded, tool_call_id=call_id)
         except client.MCPError as exc:
-            return ToolResult(str(exc), is_error=True)
+            if exc.status != 401 or server.auth_type != AuthType.OAUTH2:
+                return ToolResult(str(exc), is_error=True)
+            # One bounded refresh and retry after a 401, with the same tool call id.
+            bearer = oauth_services.access_token_for(user=chat.owner, server=server, force_refresh=True)
+            if bearer is None:
+                return ToolResult("the MCP server needs you to reconnect your account", is_error=True)
+            try:
+                outcome = client.call_tool(
+                    _endpoint(chat, server, bearer), remote.name, forwarded, tool_call_id=call_id
+                )
+            except client.MCPError as retry_exc:
+                return ToolResult(str(retry_exc), is_error=True)
         return ToolResult(outcome.content, is_error=outcome.is_error)
 
     def label(arguments: dict) -> str:

@@ -92,7 +92,12 @@ class ToolOutcome:
 
 
 class MCPError(Exception):
-    """A failure talking to an MCP server. The message is safe to show to users and models."""
+    """A failure talking to an MCP server. The message is safe to show to users and models. ``status`` is the HTTP
+    status the server answered, when it answered one (a 401 lets OAuth2 callers refresh and retry once)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 # Public API ----------------------------------------------------------------------------------------------------
@@ -204,7 +209,7 @@ async def _session_run[T](endpoint: Endpoint, work: Callable[[ClientSession, _Ph
             elif scope.cancel_called:
                 raise MCPError(_timeout_message(phase)) from None
             else:
-                raise MCPError(_failure_message(exc, phase)) from None
+                raise MCPError(_failure_message(exc, phase), status=_http_status(exc, phase)) from None
     if done:
         return done[0]
     raise MCPError(_timeout_message(phase))  # the deadline cancelled the work
@@ -309,6 +314,12 @@ def _timeout_message(phase: _Phase) -> str:
     if phase.name == "call":
         return f"the MCP tool call timed out after {seconds}"
     return "the MCP server did not close the session in time"
+
+
+def _http_status(exc: BaseException, phase: _Phase) -> int | None:
+    leaves = list(_leaves(exc))
+    status = next((leaf.response.status_code for leaf in leaves if isinstance(leaf, httpx2.HTTPStatusError)), None)
+    return status or phase.http_status
 
 
 def _failure_message(exc: BaseException, phase: _Phase) -> str:

@@ -10,8 +10,10 @@ CONNECT_TIMEOUT = 30.0
 CALL_TIMEOUT = 60.0
 
 
-def auth_headers(server: MCPServer) -> dict[str, str]:
-    """The headers the configured auth type sends. OAuth2 and user OIDC tokens are per user (a later step)."""
+def auth_headers(server: MCPServer, bearer: str | None = None) -> dict[str, str]:
+    """The headers the configured auth type sends. OAuth2 and user OIDC send the user's own token (``bearer``)."""
+    if server.auth_type in {AuthType.OAUTH2, AuthType.USER_OIDC}:
+        return {"Authorization": f"Bearer {bearer}"} if bearer else {}
     if server.auth_type == AuthType.API_KEY and server.api_key_value:
         return {server.api_key_header or "Authorization": str(server.api_key_value)}
     if server.auth_type == AuthType.CUSTOM_HEADERS:
@@ -27,6 +29,7 @@ def endpoint_for(
     workspace_id: int | None = None,
     connect_timeout: float = CONNECT_TIMEOUT,
     call_timeout: float = CALL_TIMEOUT,
+    bearer: str | None = None,
 ) -> client.Endpoint:
     identity: dict[str, str] = {}
     # Identity headers describe a chat: without one (Test connection) none are sent.
@@ -40,7 +43,7 @@ def endpoint_for(
     return client.Endpoint(
         url=server.url,
         transport=server.transport,
-        headers=auth_headers(server),
+        headers=auth_headers(server, bearer),
         identity=identity,
         signing_secret=str(server.signing_secret) if server.signing_secret and identity else None,
         connect_timeout=connect_timeout,

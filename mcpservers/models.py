@@ -102,3 +102,38 @@ class MCPServer(models.Model):
     @property
     def has_custom_headers(self) -> bool:
         return bool(self.custom_headers_encrypted)
+
+
+class OAuthPending(models.Model):
+    """One authorization in progress: its state and PKCE verifier, bound to the user and the server. Single use."""
+
+    state = models.CharField(max_length=128, primary_key=True)
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    code_verifier = EncryptedTextField()
+    redirect_uri = models.CharField(max_length=2048)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"pending {self.server_id}/{self.user_id}"
+
+
+class MCPUserToken(models.Model):
+    """A user's OAuth2 tokens for one server, encrypted at rest."""
+
+    server = models.ForeignKey(MCPServer, on_delete=models.CASCADE, related_name="user_tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_tokens")
+    access_token = EncryptedTextField()
+    refresh_token = EncryptedTextField(blank=True)
+    token_type = models.CharField(max_length=32, default="Bearer")
+    scope = models.CharField(max_length=2000, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    needs_reconnect = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "user"], name="unique_mcp_user_token")]
+
+    def __str__(self) -> str:
+        return f"token {self.server_id}/{self.user_id}"

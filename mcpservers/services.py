@@ -251,6 +251,33 @@ def _apply(server: MCPServer, data: dict, *, actor: User | None, creating: bool)
         raise MCPConfigError(403, "Only site owners can configure servers that use User OIDC identity.")
 
 
+def _discover_if_needed(server: MCPServer) -> None:
+    """OAuth2 without a manual configuration: discover it (RFC 9728, RFC 8414/OpenID, RFC 7591) now, inside the
+    saving transaction, so that a failed discovery leaves no half-made server."""
+    if server.auth_type != AuthType.OAUTH2 or server.oauth2_client_id:
+        return
+    from . import oauth, oauth_services
+
+    try:
+        found = oauth.discover(
+            server.url,
+            redirect_uri=oauth_services.redirect_uri(server.pk),
+            client_name=f"Switchboard ({server.display_name})",
+            scopes=server.oauth2_scopes,
+        )
+    except oauth.OAuthError as exc:
+        step = getattr(exc, "step", "") or "discovery"
+        raise _invalid("OAuth2 auto-discovery failed.", "oauth2_client_id", f"{step} failed") from None
+    server.oauth2_client_id = found.client_id
+    server.oauth2_client_secret = found.client_secret
+    server.oauth2_auth_url = found.auth_url
+    server.oauth2_token_url = found.token_url
+    server.oauth2_scopes = server.oauth2_scopes or found.scopes
+    if not server.oauth2_revocation_url and found.revocation_url:
+        server.oauth2_revocation_url = found.revocation_url
+    server.save()
+
+
 def mcp_server_create(*, actor: User | None, organization: Organization, data: dict) -> MCPServer:
     """Create a server, shared with the organization's Everyone group."""
     server = MCPServer(organization=organization, created_by=actor if actor and actor.is_authenticated else None)
@@ -260,6 +287,7 @@ def mcp_server_create(*, actor: User | None, organization: Organization, data: d
             if MCPServer.objects.filter(organization=organization, slug=server.slug).exists():
                 raise MCPConfigError(409, "MCP server config already exists.", f"The slug {server.slug} is taken.")
             server.save()
+            _discover_if_needed(server)
             acl.grant_everyone(server, USE_PERMISSION)
             after = _snapshot(server)
             audit.record(
@@ -294,6 +322,7 @@ def mcp_server_update(*, actor: User, server: MCPServer, data: dict) -> MCPServe
                 changes[name] = {"old": None, "new": audit.SECRET_MARK}
         server.updated_at = timezone.now()
         server.save()
+        _discover_if_needed(server)
         if changes:
             audit.record(
                 actor=actor,

@@ -243,6 +243,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
+    "refresh-mcp-tokens": {
+        "task": "mcpservers.tasks.refresh_mcp_tokens_task",
+        "schedule": crontab(minute="*"),
+    },
     "mark-unreachable-workspaces": {
         "task": "workspaces.tasks.mark_unreachable_workspaces_task",
         "schedule": crontab(minute="*"),

@@ -41,6 +41,19 @@
     if (event.target.matches && event.target.matches("select[data-auth-select]")) showAuthGroup(event.target);
   });
 
+  // OAuth2 Connect opens a popup; when it reports back (same origin only), show the new state.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("a[data-oauth-popup]");
+    if (!link) return;
+    var popup = window.open(link.href, "mcp-oauth2", "popup,width=520,height=680");
+    if (popup) event.preventDefault();
+  });
+  window.addEventListener("message", function (event) {
+    if (event.origin !== window.location.origin) return;
+    if (!event.data || event.data.type !== "mcp-oauth2-complete") return;
+    window.location.reload();
+  });
+
   // Read-only views fetched by htmx into #dialog-slot open as a modal dialog; closing it returns focus to the link.
   var dialogOpener = null;
   document.addEventListener("htmx:beforeRequest", function (event) {

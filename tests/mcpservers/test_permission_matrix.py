@@ -37,6 +37,8 @@ COVERED_ROUTES = frozenset(
         "mcp-server-delete",
         "mcp-server-test",
         "mcp-server-permissions",
+        "mcp-connections",
+        "mcp-connection-disconnect",
     }
 )
 
@@ -44,7 +46,17 @@ PAGE_READ = {"site_owner": 200, "org_admin": 200, "auditor": 200, "member": 404,
 PAGE_CHANGE = PAGE_READ | {"auditor": 403}
 PAGE_DONE = PAGE_CHANGE | {"site_owner": 302, "org_admin": 302}
 
+SIGNED_IN = {p: 200 for p in ("site_owner", "org_admin", "auditor", "member", "outsider")} | {"anonymous": 302}
+
 PAGES = [
+    Endpoint("mcp connections", "get", lambda w: "/settings/mcp-connections/", SIGNED_IN),
+    # Disconnect needs only a session: with no stored token it still answers (nothing to delete).
+    Endpoint(
+        "mcp connection disconnect",
+        "post_form",
+        lambda w: f"/settings/mcp-connections/{_server(w).pk}/disconnect",
+        {p: 302 for p in SIGNED_IN},
+    ),
     Endpoint("page list", "get", lambda w: "/ai/settings/mcp-servers?org=acme", PAGE_READ),
     Endpoint("page new", "get", lambda w: "/ai/settings/mcp-servers/new?org=acme", PAGE_CHANGE),
     Endpoint("page edit", "get", lambda w: f"/ai/settings/mcp-servers/{_server(w).pk}/edit?org=acme", PAGE_CHANGE),
