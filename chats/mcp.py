@@ -194,8 +194,15 @@ def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: clie
 
     def handler(arguments: dict, call_id: str) -> ToolResult:
         forwarded = {k: v for k, v in arguments.items() if not (server.model_intent and k == PURPOSE)}
+        current = endpoint
+        if server.auth_type == AuthType.OAUTH2:
+            # The token now (discovery may have refreshed it since this tool was listed).
+            bearer = oauth_services.access_token_for(user=chat.owner, server=server)
+            if bearer is None:
+                return ToolResult("the MCP server needs you to reconnect your account", is_error=True)
+            current = _endpoint(chat, server, bearer)
         try:
-            outcome = client.call_tool(endpoint, remote.name, forwarded, tool_call_id=call_id)
+            outcome = client.call_tool(current, remote.name, forwarded, tool_call_id=call_id)
         except client.MCPError as exc:
             if exc.status != 401 or server.auth_type != AuthType.OAUTH2:
                 return ToolResult(str(exc), is_error=True)

@@ -25,7 +25,9 @@ def rows_for(user) -> list[dict]:
             rows.append({"server": server, "state": oauth_services.connection_state(user, server), "usable": True})
     for server_id, token in tokens.items():
         if server_id not in seen:
-            rows.append({"server": token.server, "state": "connected", "usable": False})
+            rows.append(
+                {"server": token.server, "state": oauth_services.connection_state(user, token.server), "usable": False}
+            )
     return rows
 
 

@@ -31,6 +31,13 @@ class DisconnectOut(Schema):
     token_revocation_error: str
 
 
+def _opener_kept(response: HttpResponse) -> HttpResponse:
+    """The popup's own pages keep their link to the page that opened them (it is told when the connection is made);
+    the opening pages allow it with same-origin-allow-popups (settings)."""
+    response["Cross-Origin-Opener-Policy"] = "unsafe-none"
+    return response
+
+
 def _error(request: HttpRequest, status: int, message: str) -> HttpResponse:
     if "text/html" in request.headers.get("Accept", ""):
         return render(request, "mcpservers/oauth_complete.html", {"error": message}, status=status)
@@ -46,7 +53,7 @@ def connect(request: HttpRequest, organization: str, server_id: int):
     if server.auth_type != AuthType.OAUTH2:
         return _error(request, 400, "This MCP server does not use OAuth2.")
     try:
-        return HttpResponseRedirect(oauth_services.connect_start(user=request.user, server=server))
+        return _opener_kept(HttpResponseRedirect(oauth_services.connect_start(user=request.user, server=server)))
     except oauth.OAuthError:
         return _error(request, 502, "The OAuth2 provider could not be reached.")
 
@@ -59,8 +66,8 @@ def callback(request: HttpRequest, server_id: int):
     try:
         oauth_services.connect_finish(user=request.user, server=server, params=request.GET.dict())
     except oauth_services.CallbackError as exc:
-        return _error(request, exc.status, exc.message)
-    return render(request, "mcpservers/oauth_complete.html", {"server_id": server.pk, "server": server})
+        return _opener_kept(_error(request, exc.status, exc.message))
+    return _opener_kept(render(request, "mcpservers/oauth_complete.html", {"server_id": server.pk, "server": server}))
 
 
 @disconnect_router.delete("/mcp/servers/{server_id}/oauth2/disconnect", auth=django_auth, response=DisconnectOut)

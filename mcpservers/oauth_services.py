@@ -87,21 +87,27 @@ def _expires(tokens: oauth.TokenSet):
 
 
 def connect_finish(*, user: User, server: MCPServer, params: dict) -> MCPUserToken:
-    """The callback. Raises CallbackError with the documented status and message."""
+    """The callback. The state is checked first (bound to this user and this server, fresh, single use), so nobody
+    without a valid state can write anything, not even an audit event. Raises CallbackError with the documented
+    status and message."""
+    state = params.get("state") or ""
+    with transaction.atomic():
+        pending = (
+            OAuthPending.objects.select_for_update().filter(state=state, user=user, server=server).first()
+            if state
+            else None
+        )
+        if pending is not None:
+            pending.delete()  # single use, whatever happens next
+    fresh = pending is not None and pending.created_at >= timezone.now() - timedelta(seconds=PENDING_SECONDS)
+    if not fresh:
+        raise CallbackError(400, "Invalid or missing OAuth2 state parameter.")
     if params.get("error"):
         _record(user, server, "oauth2_connect", {"error": {"old": None, "new": "provider error"}}, "denied")
         raise CallbackError(400, "OAuth2 provider returned an error.")
     code = params.get("code") or ""
-    state = params.get("state") or ""
     if not code:
         raise CallbackError(400, "Missing authorization code.")
-    with transaction.atomic():
-        pending = OAuthPending.objects.select_for_update().filter(state=state).first() if state else None
-        if pending is not None:
-            pending.delete()  # single use, whatever happens next
-    fresh = pending is not None and pending.created_at >= timezone.now() - timedelta(seconds=PENDING_SECONDS)
-    if pending is None or not fresh or pending.user_id != user.pk or pending.server_id != server.pk:
-        raise CallbackError(400, "Invalid or missing OAuth2 state parameter.")
     try:
         tokens = oauth.exchange_code(
             config_for(server),
@@ -145,7 +151,8 @@ def connection_state(user: User, server: MCPServer) -> str:
 def _refresh_locked(token: MCPUserToken, server: MCPServer, *, force: bool = False) -> MCPUserToken | None:
     """Refresh while holding the token row lock (call inside transaction.atomic with select_for_update).
     Another caller that waited for the lock finds the token fresh and does not refresh again."""
-    due = token.expires_at is None or token.expires_at - REFRESH_MARGIN <= timezone.now()
+    # A token without an expiry is used until the server refuses it (then a 401 forces a refresh).
+    due = token.expires_at is not None and token.expires_at - REFRESH_MARGIN <= timezone.now()
     if not force and not due:
         return token
     if not token.refresh_token:

@@ -202,6 +202,8 @@ SECURE_CSP = {
     "object-src": [CSP.NONE],
 }
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Pages may open the OAuth2 popup and hear back from it; the popup's pages send unsafe-none themselves.
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin-allow-popups"
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
