@@ -19,7 +19,7 @@ from django.db import transaction
 from mcpservers import client, connect, oauth_services
 from mcpservers.models import AuthType, Availability, MCPServer
 from mcpservers.selectors import servers_usable_by
-from organizations import audit
+from organizations import audit, oidc
 
 from .models import Chat, ChatMCPServer
 
@@ -154,6 +154,8 @@ def mcp_tools(chat: Chat, context) -> list:
             bearer = oauth_services.access_token_for(user=chat.owner, server=server)
             if bearer is None:
                 continue  # not connected (or must reconnect): the picker and MCP connections say so
+        elif server.auth_type == AuthType.USER_OIDC:
+            bearer = oidc.access_token_for(chat.owner)  # None (password sign-in): sent without Authorization
         endpoint = _endpoint(chat, server, bearer)
         discovered = discover(server, endpoint, chat.owner_id, after_401=_refreshed(chat, server))
         if not discovered:
@@ -201,6 +203,8 @@ def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: clie
             if bearer is None:
                 return ToolResult("the MCP server needs you to reconnect your account", is_error=True)
             current = _endpoint(chat, server, bearer)
+        elif server.auth_type == AuthType.USER_OIDC:
+            current = _endpoint(chat, server, oidc.access_token_for(chat.owner))  # refreshed when near expiry
         try:
             outcome = client.call_tool(current, remote.name, forwarded, tool_call_id=call_id)
         except client.MCPError as exc:

@@ -10,6 +10,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
+from project.crypto import EncryptedTextField
+
 ORG_NAME_RE = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 org_name_validator = RegexValidator(
     ORG_NAME_RE, "Use lowercase letters, digits and single hyphens (for example acme-labs)."
@@ -194,3 +196,17 @@ class AuditEvent(models.Model):
             "ip_address": self.ip_address,
             "user_agent": self.user_agent,
         }
+
+
+class UserOIDCToken(models.Model):
+    """The tokens a user got when signing in with the OpenID Connect provider (``organizations.oidc``), encrypted at
+    rest. ``user_oidc`` MCP servers receive the access token; it is refreshed shortly before it expires."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="oidc_token")
+    access_token = EncryptedTextField()
+    refresh_token = EncryptedTextField(blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"OIDC token of user {self.user_id}"

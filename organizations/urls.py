@@ -1,11 +1,13 @@
 from django.urls import path
 
-from . import views
+from . import oidc, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.sign_in, name="login"),
     path("logout/", views.sign_out, name="logout"),
+    path("login/oidc/", oidc.oidc_login, name="oidc-login"),
+    path("login/oidc/callback", oidc.oidc_callback, name="oidc-callback"),
     path("settings/tokens/", views.api_tokens, name="api-tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views.api_token_revoke, name="api-token-revoke"),
     path("settings/profile/", views.profile, name="profile"),

@@ -279,6 +279,18 @@ WORKSPACE_DISCOVERY_WAIT = float(os.environ.get("WORKSPACE_DISCOVERY_WAIT", "0.5
 # Chats: the most provider calls one turn may make.
 CHAT_MAX_STEPS = int(os.environ.get("CHAT_MAX_STEPS", "8"))
 
+# Sign-in with an OpenID Connect provider (off while OIDC_ISSUER is empty). Discovery:
+# {OIDC_ISSUER}/.well-known/openid-configuration. The provider's tokens also serve `user_oidc` MCP servers.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").strip().rstrip("/")
+OIDC_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+OIDC_SCOPES = os.environ.get("OIDC_SCOPES", "") or "openid email profile"
+OIDC_BUTTON_LABEL = os.environ.get("OIDC_BUTTON_LABEL", "") or "Sign in with your identity provider"
+OIDC_CREATE_USERS = env_bool("OIDC_CREATE_USERS", False)
+if OIDC_ISSUER and not OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_CLIENT_ID is required when OIDC_ISSUER is set.")
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("organizations.oidc.sign_in_button")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

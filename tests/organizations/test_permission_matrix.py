@@ -131,6 +131,10 @@ ENDPOINTS = [
     Endpoint("audit log", "get", lambda w: reverse("audit-log") + "?org=acme", ORG_READ),
     Endpoint("audit log csv", "get", lambda w: reverse("audit-log") + "?org=acme&export=csv", ORG_READ),
     Endpoint("audit log (POST)", "post", lambda w: reverse("audit-log") + "?org=acme", ALL(405)),
+    # OIDC sign-in is off unless OIDC_ISSUER is set: then these are 404 for everyone (tests/organizations/test_oidc.py
+    # covers them switched on).
+    Endpoint("oidc login", "get", lambda w: reverse("oidc-login"), ALL(404, anonymous=404)),
+    Endpoint("oidc callback", "get", lambda w: reverse("oidc-callback"), ALL(404, anonymous=404)),
     Endpoint("api me", "get", lambda w: "/api/v2/users/me", ALL(200, anonymous=401)),
     Endpoint("api organizations", "get", lambda w: "/api/v2/organizations", ALL(200, anonymous=401)),
     Endpoint(
@@ -190,6 +194,8 @@ def test_it_lists_every_url_in_the_matrix():
         "role",
         "role-delete",
         "audit-log",
+        "oidc-login",
+        "oidc-callback",
     }
     # `settings` redirects to the skills page; api-token-revoke is covered in test_api_tokens (needs a token id).
     covered |= skills_routes | workspace_routes | chats_routes | mcp_routes
