@@ -14,7 +14,8 @@ from datetime import datetime
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Body, Router, Schema, Status
 
-from organizations import access, acl
+from organizations import access
+from organizations.acl_api import AclOut, AvailableOut, acl_out, available_out
 from organizations.models import Organization
 
 from . import selectors, services
@@ -57,28 +58,6 @@ class Error(Schema):
     message: str
     detail: str
     validations: list[dict]
-
-
-class AclUser(Schema):
-    id: int
-    username: str
-    role: str
-
-
-class AclGroup(Schema):
-    id: int
-    name: str
-    role: str
-
-
-class AclOut(Schema):
-    users: list[AclUser]
-    groups: list[AclGroup]
-
-
-class AvailableOut(Schema):
-    users: list[dict]
-    groups: list[dict]
 
 
 def _error(exc: services.MCPConfigError) -> Status:
@@ -172,10 +151,7 @@ def _for_acl(request: HttpRequest, organization: str, server_id: int) -> MCPServ
 def acl_get(request: HttpRequest, organization: str, server_id: int):
     server = _for_acl(request, organization, server_id)
     entries = selectors.acl_of([server]).get(server.pk, [])
-    return {
-        "users": [{"id": e.id, "username": e.name, "role": e.role} for e in entries if e.kind == "user"],
-        "groups": [{"id": e.id, "name": e.name, "role": e.role} for e in entries if e.kind == "group"],
-    }
+    return acl_out(entries)
 
 
 @router.patch("/organizations/{organization}/mcp-servers/{server_id}/acl", response={204: None, 400: Error})
@@ -218,8 +194,4 @@ def _has_duplicate_keys(body: bytes) -> bool:
 @router.get("/organizations/{organization}/mcp-servers/{server_id}/acl/available", response=AvailableOut)
 def acl_available(request: HttpRequest, organization: str, server_id: int):
     server = _for_acl(request, organization, server_id)
-    available = acl.available(server.organization)
-    return {
-        "users": [{"id": u.pk, "username": u.username, "name": u.get_full_name()} for u in available["users"]],
-        "groups": [{"id": g.pk, "name": g.name} for g in available["groups"]],
-    }
+    return available_out(server.organization)

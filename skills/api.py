@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Router, Schema, Status
 
 from organizations import access
+from organizations.acl_api import AclOut, AvailableOut, acl_out, available_out
 from organizations.models import Organization, User
 
 from . import selectors, services
@@ -52,42 +53,9 @@ class SkillPatch(Schema):
     enabled: bool | None = None
 
 
-class AclUser(Schema):
-    id: int
-    username: str
-    role: str
-
-
-class AclGroup(Schema):
-    id: int
-    name: str
-    role: str
-
-
-class AclOut(Schema):
-    users: list[AclUser]
-    groups: list[AclGroup]
-
-
 class AclPatch(Schema):
     user_roles: dict[str, str] = {}
     group_roles: dict[str, str] = {}
-
-
-class AvailableUser(Schema):
-    id: int
-    username: str
-    name: str
-
-
-class AvailableGroup(Schema):
-    id: int
-    name: str
-
-
-class AvailableOut(Schema):
-    users: list[AvailableUser]
-    groups: list[AvailableGroup]
 
 
 class Error(Schema):
@@ -272,10 +240,7 @@ def _readable_for_acl(request: HttpRequest, organization: str, name: str) -> Org
 def acl_get(request: HttpRequest, organization: str, name: str):
     skill = _readable_for_acl(request, organization, name)
     entries = selectors.acl_of([skill]).get(skill.pk, [])
-    return {
-        "users": [{"id": e.id, "username": e.name, "role": e.role} for e in entries if e.kind == "user"],
-        "groups": [{"id": e.id, "name": e.name, "role": e.role} for e in entries if e.kind == "group"],
-    }
+    return acl_out(entries)
 
 
 @router.patch("/organizations/{organization}/skills/{name}/acl", response={204: None, 400: Error})
@@ -294,8 +259,4 @@ def acl_patch(request: HttpRequest, organization: str, name: str, payload: AclPa
 @router.get("/organizations/{organization}/skills/{name}/acl/available", response=AvailableOut)
 def acl_available(request: HttpRequest, organization: str, name: str):
     skill = _readable_for_acl(request, organization, name)
-    available = selectors.acl_available(skill.organization)
-    return {
-        "users": [{"id": u.pk, "username": u.username, "name": u.get_full_name()} for u in available["users"]],
-        "groups": [{"id": g.pk, "name": g.name} for g in available["groups"]],
-    }
+    return available_out(skill.organization)
