@@ -210,29 +210,18 @@ def server_permissions(request: HttpRequest, server_id: int) -> HttpResponse:
     status = 200
     if request.method == "POST":
         _require(request, organization, "share", server, "acl_update")
-        kind, raw_id, role = request.POST.get("kind"), request.POST.get("id", ""), request.POST.get("role", "")
         try:
-            if kind not in {"user", "group"} or not raw_id.isdigit():
-                raise services.MCPConfigError(400, "Choose a member or a group.")
-            roles = {raw_id: role}
+            user_roles, group_roles = acl.posted_change(request.POST)
             services.mcp_server_set_acl(
-                actor=request.user,
-                server=server,
-                user_roles=roles if kind == "user" else None,
-                group_roles=roles if kind == "group" else None,
+                actor=request.user, server=server, user_roles=user_roles, group_roles=group_roles
             )
             messages.success(request, "Permissions updated.")
             return redirect(_url("mcp-server-permissions", organization, server.pk))
+        except acl.AclInvalid as exc:
+            messages.error(request, exc.detail)
+            status = 400
         except services.MCPConfigError as exc:
             messages.error(request, exc.detail or exc.message)
             status = 400
-    entries = selectors.acl_of([server]).get(server.pk, [])
-    available = acl.available(organization)
-    listed = {(e.kind, e.id) for e in entries}
-    context = _context(request, organization) | {
-        "server": server,
-        "entries": entries,
-        "available_users": [u for u in available["users"] if ("user", u.pk) not in listed],
-        "available_groups": [g for g in available["groups"] if ("group", g.pk) not in listed],
-    }
+    context = _context(request, organization) | {"server": server} | acl.page_lists(server, selectors.CODENAME)
     return render(request, "mcpservers/permissions.html", context, status=status)

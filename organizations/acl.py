@@ -174,3 +174,25 @@ def set_entries(
                 changes=changes,
             )
     return changes
+
+
+def posted_change(post) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The Manage-permissions form's one change (``kind``, ``id``, ``role``) as ``(user_roles, group_roles)``.
+    Raises AclInvalid when it names neither a member nor a group."""
+    kind, raw_id, role = post.get("kind"), post.get("id", ""), post.get("role", "")
+    if kind not in {"user", "group"} or not raw_id.isdigit():
+        raise AclInvalid("Choose a member or a group.", "id")
+    roles = {raw_id: role}
+    return (roles, None) if kind == "user" else (None, roles)
+
+
+def page_lists(obj: Model, codename: str) -> dict:
+    """For a Manage-permissions page: the object's entries, and the members and groups not on the list yet."""
+    listed = entries([obj], codename).get(obj.pk, [])
+    on_list = {(e.kind, e.id) for e in listed}
+    candidates = available(obj.organization)
+    return {
+        "entries": listed,
+        "available_users": [u for u in candidates["users"] if ("user", u.pk) not in on_list],
+        "available_groups": [g for g in candidates["groups"] if ("group", g.pk) not in on_list],
+    }

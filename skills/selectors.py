@@ -65,8 +65,3 @@ AclEntry = acl.AclEntry
 def acl_of(skills: list[OrganizationSkill]) -> dict[int, list[AclEntry]]:
     """The Use entries of each skill, groups first (Everyone leading), then users. Four queries for any number."""
     return acl.entries(skills, CODENAME)
-
-
-def acl_available(organization: Organization) -> dict[str, list]:
-    """Members and groups that can be added to a skill's list."""
-    return acl.available(organization)

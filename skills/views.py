@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from organizations import access
+from organizations import access, acl
 from organizations.models import Organization
 
 from . import format as skill_format
@@ -321,9 +321,9 @@ def org_skills(request: HttpRequest) -> HttpResponse:
 def _org_skills_page(request: HttpRequest) -> HttpResponse:
     organization = _org(request)
     skills = list(OrganizationSkill.objects.filter(organization=organization).order_by("name"))
-    acl = selectors.acl_of(skills)
+    entries = selectors.acl_of(skills)
     context = _admin_context(request, organization) | {
-        "rows": [(skill, acl.get(skill.pk, [])) for skill in skills],
+        "rows": [(skill, entries.get(skill.pk, [])) for skill in skills],
         "limit": services.ORGANIZATION_LIMIT,
     }
     template = "skills/admin_list.html"
@@ -466,30 +466,18 @@ def org_skill_permissions(request: HttpRequest, name: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         _require(request, organization, "share", skill, action="acl_update")
-        kind, raw_id, role = request.POST.get("kind"), request.POST.get("id", ""), request.POST.get("role", "")
         try:
-            if kind not in {"user", "group"} or not raw_id.isdigit():
-                raise SkillError(400, "Choose a member or a group.")
-            roles = {raw_id: role}
+            user_roles, group_roles = acl.posted_change(request.POST)
             services.organization_skill_set_acl(
-                actor=request.user,
-                skill=skill,
-                user_roles=roles if kind == "user" else None,
-                group_roles=roles if kind == "group" else None,
+                actor=request.user, skill=skill, user_roles=user_roles, group_roles=group_roles
             )
             messages.success(request, "Permissions updated.")
             return redirect(_admin_url("org-skill-permissions", organization, skill.name))
+        except acl.AclInvalid as exc:
+            messages.error(request, exc.detail)
+            status = 400
         except SkillError as exc:
             messages.error(request, exc.detail or exc.message)
             status = 400
-    entries = selectors.acl_of([skill]).get(skill.pk, [])
-    listed_users = {e.id for e in entries if e.kind == "user"}
-    listed_groups = {e.id for e in entries if e.kind == "group"}
-    available = selectors.acl_available(organization)
-    context = _admin_context(request, organization) | {
-        "skill": skill,
-        "entries": entries,
-        "available_users": [u for u in available["users"] if u.pk not in listed_users],
-        "available_groups": [g for g in available["groups"] if g.pk not in listed_groups],
-    }
+    context = _admin_context(request, organization) | {"skill": skill} | acl.page_lists(skill, selectors.CODENAME)
     return render(request, "skills/permissions.html", context, status=status)

@@ -120,3 +120,9 @@ def test_delete_asks_first(world, client_for):
     assert MCPServer.objects.exists()
     assert client.post(url("mcp-server-delete", server.pk)).status_code == 302
     assert not MCPServer.objects.exists()
+
+
+def test_a_malformed_permissions_change_is_refused(world, client_for):
+    server = add(world)
+    response = client_for("org_admin").post(url("mcp-server-permissions", server.pk), {"kind": "robot", "id": "x"})
+    assert response.status_code == 400 and "Choose a member or a group." in response.content.decode()
