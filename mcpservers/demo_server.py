@@ -140,10 +140,10 @@ def lookup_http_status(
 TOOLS = (current_time, word_count, roll_dice, lookup_http_status)
 
 
-def build() -> MCPServer:
+def build(title: str = "Demo tools") -> MCPServer:
     mcp = MCPServer(
         NAME,
-        title="Demo tools",
+        title=title,
         instructions="Small offline utilities: the time in a zone, text statistics, dice and HTTP status codes.",
         version="1.0.0",
         log_level="WARNING",
@@ -154,7 +154,10 @@ def build() -> MCPServer:
 
 
 def make_server(host: str, port: int) -> uvicorn.Server:
-    app = build().streamable_http_app(streamable_http_path=PATH, host=host)
+    return uvicorn_server(build().streamable_http_app(streamable_http_path=PATH, host=host), host, port)
+
+
+def uvicorn_server(app, host: str, port: int) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
         host=host,
@@ -169,15 +172,8 @@ def make_server(host: str, port: int) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mcpservers.demo_server", description="Serve the demo MCP tools over streamable HTTP at /mcp."
-    )
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
-    args = parser.parse_args(argv)
-
-    server = make_server(args.host, args.port)
+def serve(server: uvicorn.Server) -> int:
+    """Run a uvicorn server until SIGINT or SIGTERM. 0 when stopped that way, 1 when it could not start."""
     signals: list[int] = []
 
     def stop(signum: int, frame) -> None:
@@ -190,11 +186,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    print(f"demo MCP server: http://{args.host}:{args.port}{PATH}", flush=True)
     server.run()
     if not server.started and not signals:
         return 1  # it could not start (port taken, bad address, failed startup): uvicorn has said why
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpservers.demo_server", description="Serve the demo MCP tools over streamable HTTP at /mcp."
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    args = parser.parse_args(argv)
+    print(f"demo MCP server: http://{args.host}:{args.port}{PATH}", flush=True)
+    return serve(make_server(args.host, args.port))
 
 
 if __name__ == "__main__":

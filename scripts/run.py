@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Run Switchboard for development: the web server, a Celery worker, Celery beat and the demo MCP server
-(``make run``).
+"""Run Switchboard for development: the web server, a Celery worker, Celery beat, the demo MCP server and the demo
+OAuth provider with its protected demo MCP server (``make run``).
 
 First applies migrations and seeds the demo data (``manage.py seed_demo``, which prints the demo sign-ins and
-registers the demo MCP server in ``acme``), then supervises four child processes. Ctrl-C or SIGTERM stops them all
+registers both demo MCP servers in ``acme``), then supervises five child processes. Ctrl-C or SIGTERM stops them all
 and exits 0; if one of them dies on its own, the others are stopped and this script exits non-zero naming it.
 
 Standard library only: it runs with the project's virtualenv Python (``.venv/bin/python scripts/run.py``).
-Environment: PORT (default 8000); DEMO_MCP_PORT (default 8765), the demo MCP server's port, passed on to the
-children so that seed_demo registers the URL the server listens on; DEBUG defaults to true for the children;
+Environment: PORT (default 8000); DEMO_MCP_PORT (default 8765), the demo MCP server's port, and DEMO_OAUTH_PORT
+(default 8766), the demo OAuth provider's (its MCP server is at /mcp there), both passed on to the children so that
+seed_demo registers the URLs the servers listen on; DEBUG defaults to true for the children;
 everything else as in the README.
 """
 
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STOP_TIMEOUT = 10.0
 DEFAULT_DEMO_MCP_PORT = 8765
+DEFAULT_DEMO_OAUTH_PORT = 8766
 
 
 def say(message: str) -> None:
@@ -168,21 +170,27 @@ def main() -> int:
     if port_in_use(port):
         say(f"port {port} on {HOST} is already in use; stop what is running there or set PORT=...")
         return 1
-    demo_port_text = env.get("DEMO_MCP_PORT", "").strip() or str(DEFAULT_DEMO_MCP_PORT)
-    if not demo_port_text.isdigit() or not 0 < int(demo_port_text) < 65536:
-        say(f"DEMO_MCP_PORT must be a port number, not {demo_port_text!r}")
-        return 2
-    demo_port = int(demo_port_text)
-    if demo_port == port:
-        say(f"DEMO_MCP_PORT and PORT are both {port}; give the demo MCP server another port")
-        return 2
-    if port_in_use(demo_port):
-        say(
-            f"port {demo_port} on {HOST} (the demo MCP server) is already in use; "
-            "stop what is running there or set DEMO_MCP_PORT=..."
-        )
-        return 1
-    env["DEMO_MCP_PORT"] = str(demo_port)  # seed_demo registers this port; the server below listens on it
+    demo_ports: dict[str, int] = {}
+    for variable, default, what in (
+        ("DEMO_MCP_PORT", DEFAULT_DEMO_MCP_PORT, "the demo MCP server"),
+        ("DEMO_OAUTH_PORT", DEFAULT_DEMO_OAUTH_PORT, "the demo OAuth provider"),
+    ):
+        text = env.get(variable, "").strip() or str(default)
+        if not text.isdigit() or not 0 < int(text) < 65536:
+            say(f"{variable} must be a port number, not {text!r}")
+            return 2
+        value = int(text)
+        taken = {"PORT": port, **demo_ports}
+        for other, other_value in taken.items():
+            if other_value == value:
+                say(f"{variable} and {other} are both {value}; give {what} another port")
+                return 2
+        if port_in_use(value):
+            say(f"port {value} on {HOST} ({what}) is already in use; stop what is running there or set {variable}=...")
+            return 1
+        demo_ports[variable] = value
+        env[variable] = str(value)  # seed_demo registers this port; the server started below listens on it
+    demo_port, oauth_port = demo_ports["DEMO_MCP_PORT"], demo_ports["DEMO_OAUTH_PORT"]
 
     supervisor = Supervisor(env)
     signal.signal(signal.SIGINT, supervisor.on_signal)
@@ -208,9 +216,17 @@ def main() -> int:
         "demo MCP server (mcpservers.demo_server)",
         [python, "-m", "mcpservers.demo_server", "--host", HOST, "--port", str(demo_port)],
     )
+    supervisor.start(
+        "demo OAuth provider (mcpservers.demo_auth_server)",
+        [python, "-m", "mcpservers.demo_auth_server", "--host", HOST, "--port", str(oauth_port)],
+    )
 
     say(f"URL:      http://{HOST}:{port}/")
     say(f"demo MCP: http://{HOST}:{demo_port}/mcp  (registered in acme as 'Demo tools')")
+    say(
+        f"demo MCP: http://{HOST}:{oauth_port}/mcp  (registered in acme as 'Demo tools (OAuth)'; "
+        f"its provider is http://{HOST}:{oauth_port}/)"
+    )
     for line in describe_services(env):
         say(line)
     say(f"DEBUG={env['DEBUG']}; the demo sign-ins are printed above by seed_demo")

@@ -1,6 +1,8 @@
 """MCP OAuth2 in a real browser: Settings → MCP connections, Connect in a popup that goes through a real authorization
 server on loopback (``tests/peers/oauth_server.py``, which approves at once) and back to the callback, the popup
-telling its opener and closing, the page showing the connection; then Disconnect and its result message.
+telling its opener and closing, the page showing the connection; then Disconnect and its result message. And the
+same from a chat: Connect from the chat's Tools picker, a scripted model (``tests/peers/model_server.py``) calling a
+tool of the provider's protected MCP server with the member's own token, then Disconnect in Settings.
 
 ``SITE_URL`` is the live server's URL, so the provider sends the popup back to it. Every page is screenshotted and the
 test asserts that no page (the popup included) logged a console error.
@@ -14,15 +16,20 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect
 
+from chats import services as chat_services
+from chats.models import Chat, Role, TurnStatus
 from mcpservers import services as mcp_services
 from mcpservers.models import MCPServer, MCPUserToken
 
+from ..peers.model_server import model_server_fixture  # noqa: F401 - the fixture
 from ..peers.oauth_server import oauth_server_fixture  # noqa: F401 - the fixture
 from .conftest import ConsoleError
 
 pytestmark = pytest.mark.browser
 
 CLIENT_SECRET = "browser-client-s3cret"
+COMPOSER = "#composer-input"
+ECHOED = "hello from the protected tracker"
 
 
 @pytest.fixture
@@ -160,4 +167,153 @@ def test_a_refused_authorization_leaves_the_popup_on_the_error_page(browsing, li
     assert not MCPUserToken.objects.exists()
     expect(tracker_row(page).locator(".pill")).to_have_text("not connected")
     popup.close()
+    browsing.assert_no_console_errors()
+
+
+# A member connects from a chat's Tools picker, the model calls the protected server's tool, then Disconnect --------
+
+
+@pytest.fixture
+def protected_tracker(live_world, live_server, settings, oauth_server, model_server):
+    """Tracker again, but its URL is the provider's protected MCP server (tools behind a Bearer gate that accepts only
+    the provider's access tokens); the provider signs bob in. Plus the scripted model as provider "scripted"."""
+    settings.SITE_URL = live_server.url
+    authz = oauth_server(logged_in_user="bob")
+    protected = authz.protected_mcp_server("streamable_http")
+    client = authz.add_client(secret=CLIENT_SECRET)
+    server = mcp_services.mcp_server_create(
+        actor=live_world.org_admin,
+        organization=live_world.acme,
+        data={
+            "display_name": "Tracker",
+            "slug": "tracker",
+            "url": protected.url,
+            "transport": "streamable_http",
+            "enabled": True,
+            "availability": "default_off",
+            "auth_type": "oauth2",
+            "oauth2_client_id": client.client_id,
+            "oauth2_client_secret": CLIENT_SECRET,
+            "oauth2_auth_url": authz.authorization_endpoint,
+            "oauth2_token_url": authz.token_endpoint,
+            "oauth2_revocation_url": authz.revocation_endpoint,
+            "oauth2_scopes": "mcp",
+        },
+    )
+    chat_services.provider_save(
+        actor=live_world.site_owner,
+        name="scripted",
+        base_url=model_server.url + "/v1",
+        default_model="gpt-test",
+        api_key="sk-browser-model",
+    )
+    return authz, protected, server
+
+
+def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
+    browsing, live_world, protected_tracker, model_server
+):
+    authz, protected, server = protected_tracker
+    page = browsing.new_page()
+    browsing.sign_in(page, "bob")
+    expect(page).to_have_url(re.compile(r"/agents/$"))
+    watch_popups(browsing, page)
+
+    form = page.get_by_role("region", name="New chat")
+    form.get_by_label("Organization").select_option(label="Acme Labs")
+    form.get_by_label("Model").select_option(value="scripted")
+    form.get_by_role("button", name="Start chat").click()
+    expect(page).to_have_url(re.compile(r"/agents/chats/\d+/$"))
+    chat = Chat.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
+
+    # The picker offers Tracker, off by default and not connected yet.
+    picker = page.locator("details.mcp-picker")
+    expect(picker.locator("summary")).to_have_text("Tools: none selected (1 available)")
+    picker.locator("summary").click()
+    entry = picker.locator("label").filter(has_text="Tracker")
+    expect(entry).to_contain_text("off by default")
+    expect(picker.get_by_role("checkbox", name="Tracker")).not_to_be_checked()
+    connect = entry.get_by_role("link", name="Connect")
+    expect(connect).to_be_visible()
+    browsing.shot(page, "picker-not-connected")
+
+    # Connect: the popup goes to the provider (which approves at once), back to the callback, tells this page (which
+    # reloads) and closes.
+    page.evaluate("window.__switchboardMarker = 'still here'")
+    with page.expect_popup() as opened:
+        connect.click()
+    popup = opened.value
+    if not popup.is_closed():
+        popup.wait_for_event("close", timeout=10_000)
+    token = MCPUserToken.objects.get(server=server)
+    assert token.user == live_world.member
+    assert str(token.access_token) == authz.tokens[-1].access_token and authz.tokens[-1].username == "bob"
+    # The picker, reloaded, no longer asks to connect; the server can now be chosen.
+    expect(picker.locator("label").filter(has_text="Tracker").get_by_role("link", name="Connect")).to_have_count(0)
+    assert page.evaluate("window.__switchboardMarker") is None, "the popup's message did not reload the chat"
+    expect(picker).not_to_have_attribute("open", "")
+    picker.locator("summary").click()
+    box = picker.get_by_role("checkbox", name="Tracker")
+    expect(box).to_be_enabled()
+    expect(box).not_to_be_checked()
+    box.check()
+    browsing.shot(page, "picker-connected")
+    picker.get_by_role("button", name="Save tools").click()
+    expect(page.locator("details.mcp-picker summary")).to_have_text("Tools: Tracker")
+    assert list(MCPServer.objects.filter(chat_selections__chat=chat)) == [server]
+    browsing.shot(page, "picker-saved")
+
+    # The model calls tracker__echo, then answers; the tool runs on the protected server with bob's token.
+    model_server.script(
+        {"tool_calls": [{"id": "call_1", "name": "tracker__echo", "arguments": {"text": ECHOED}}]},
+        "The tracker echoed your text.",
+    )
+    page.locator(COMPOSER).fill("Echo something through the tracker, please.")
+    page.get_by_role("button", name="Send").click()
+    transcript = page.get_by_role("list", name="Conversation")
+    expect(transcript.locator(".msg-user")).to_contain_text("Echo something through the tracker, please.")
+    call = transcript.locator("details.tool-call")
+    expect(call).to_have_count(1)
+    expect(call.locator("summary")).to_have_text("Calling Tracker: echo")
+    expect(transcript.locator(".msg-assistant .markdown").last).to_have_text("The tracker echoed your text.")
+    call.locator("summary").click()
+    expect(call.locator("p strong")).to_have_text("tracker__echo")
+    expect(call.locator("pre").first).to_contain_text(f'"text": "{ECHOED}"')
+    expect(call.locator("pre.result")).to_have_text(ECHOED)
+    browsing.shot(page, "tool-answered")
+
+    turn = chat.turns.get()
+    assert turn.status == TurnStatus.DONE
+    assert [m.role for m in chat.messages.order_by("id")] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    first, second = model_server.completions
+    assert "tracker__echo" in first.tool_names
+    assert any(m["role"] == "tool" and ECHOED in str(m["content"]) for m in second.messages)
+    [tool_call] = protected.with_rpc_method("tools/call")
+    assert tool_call.headers["authorization"] == f"Bearer {token.access_token}"
+    assert tool_call.json["params"]["name"] == "echo"
+    assert protected.gate.checks, "the protected MCP server saw no request"
+    for _path, seen in protected.gate.checks:
+        assert seen is not None and seen.username == "bob" and seen.access_token == str(token.access_token)
+
+    # Settings → MCP connections: Tracker is connected; Disconnect revokes at the provider.
+    page.locator("nav[aria-label=Main] a").filter(has_text="Settings").click()
+    page.locator("nav[aria-label=Settings] a").filter(has_text="MCP connections").click()
+    expect(page).to_have_url(re.compile(r"/settings/mcp-connections/$"))
+    row = tracker_row(page)
+    expect(row.locator(".pill")).to_have_text("connected")
+    browsing.shot(page, "connections-connected")
+    row.get_by_role("button", name="Disconnect").click()
+    expect(page.locator("#messages")).to_contain_text("Disconnected. The provider confirmed that the token is revoked.")
+    expect(row.locator(".pill")).to_have_text("not connected")
+    expect(row.get_by_role("link", name="Connect")).to_be_visible()
+    browsing.shot(page, "connections-disconnected")
+    assert not MCPUserToken.objects.exists()
+    assert [(r.token_type_hint, r.revoked) for r in authz.revocations] == [("refresh_token", True)]
+    assert authz.validate_bearer(str(token.access_token)) is None
+
+    # Back in the chat the picker asks to connect again.
+    page.goto(f"/agents/chats/{chat.pk}/")
+    picker.locator("summary").click()
+    expect(picker.locator("label").filter(has_text="Tracker").get_by_role("link", name="Connect")).to_be_visible()
+    browsing.shot(page, "picker-after-disconnect")
     browsing.assert_no_console_errors()
