@@ -74,6 +74,9 @@ def chat_new(request: HttpRequest) -> HttpResponse:
     return redirect("chat", chat_id=chat.pk)
 
 
+SELECTED_NOTES = {"not_connected": "not connected", "needs_reconnect": "needs reconnect"}
+
+
 def _live_context(chat: Chat) -> dict:
     active = Turn.objects.filter(chat=chat, status__in=[TurnStatus.QUEUED, TurnStatus.RUNNING]).first()
     transcript = list(chat.messages.prefetch_related("tool_calls").order_by("created_at", "id"))
@@ -87,7 +90,10 @@ def _live_context(chat: Chat) -> dict:
     return {
         "chat": chat,
         "mcp_rows": rows,
-        "mcp_selected": [row.server.display_name for row in rows if row.selected],
+        # (name, note): a selected OAuth2 server the owner has not connected is skipped until they connect.
+        "mcp_selected": [
+            (row.server.display_name, SELECTED_NOTES.get(row.connection, "")) for row in rows if row.selected
+        ],
         "messages_list": [m for m in transcript if m.role != "tool"],
         "active_turn": active,
         "last_turn": last_turn,

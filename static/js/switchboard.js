@@ -48,10 +48,39 @@
     var popup = window.open(link.href, "mcp-oauth2", "popup,width=520,height=680");
     if (popup) event.preventDefault();
   });
+  // The page reloads to show the new state; a chat's unsaved Tools choices survive it (and the picker stays open).
+  var PICKER_DRAFT = "mcp-picker-draft:" + window.location.pathname;
   window.addEventListener("message", function (event) {
     if (event.origin !== window.location.origin) return;
     if (!event.data || event.data.type !== "mcp-oauth2-complete") return;
+    var picker = document.getElementById("mcp-picker");
+    if (picker && picker.tagName === "DETAILS") {
+      var checked = [];
+      picker.querySelectorAll("input[name=servers]:checked").forEach(function (box) {
+        checked.push(box.value);
+      });
+      try {
+        sessionStorage.setItem(PICKER_DRAFT, JSON.stringify({ checked: checked, open: picker.open }));
+      } catch (error) {
+        // Storage unavailable: the reload shows the saved choices.
+      }
+    }
     window.location.reload();
+  });
+  onReady(function () {
+    var draft = null;
+    try {
+      draft = JSON.parse(sessionStorage.getItem(PICKER_DRAFT) || "null");
+      sessionStorage.removeItem(PICKER_DRAFT);
+    } catch (error) {
+      draft = null;
+    }
+    var picker = document.getElementById("mcp-picker");
+    if (!draft || !picker || picker.tagName !== "DETAILS") return;
+    picker.querySelectorAll("input[name=servers]").forEach(function (box) {
+      if (!box.disabled) box.checked = draft.checked.indexOf(box.value) !== -1;
+    });
+    picker.open = Boolean(draft.open);
   });
 
   // Read-only views fetched by htmx into #dialog-slot open as a modal dialog; closing it returns focus to the link.

@@ -232,9 +232,12 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     picker.locator("summary").click()
     entry = picker.locator("label").filter(has_text="Tracker")
     expect(entry).to_contain_text("off by default")
+    expect(entry.locator(".pill")).to_have_text("not connected")
     expect(picker.get_by_role("checkbox", name="Tracker")).not_to_be_checked()
     connect = entry.get_by_role("link", name="Connect")
     expect(connect).to_be_visible()
+    # Tick Tracker without saving: the choice must survive the reload that follows the connection.
+    picker.get_by_role("checkbox", name="Tracker").check()
     browsing.shot(page, "picker-not-connected")
 
     # Connect: the popup goes to the provider (which approves at once), back to the callback, tells this page (which
@@ -248,15 +251,16 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     token = MCPUserToken.objects.get(server=server)
     assert token.user == live_world.member
     assert str(token.access_token) == authz.tokens[-1].access_token and authz.tokens[-1].username == "bob"
-    # The picker, reloaded, no longer asks to connect; the server can now be chosen.
-    expect(picker.locator("label").filter(has_text="Tracker").get_by_role("link", name="Connect")).to_have_count(0)
+    # The picker, reloaded, shows the connection, stays open and keeps the unsaved tick.
+    entry = picker.locator("label").filter(has_text="Tracker")
+    expect(entry.get_by_role("link", name="Connect")).to_have_count(0)
+    expect(entry.locator(".pill")).to_have_text("connected")
     assert page.evaluate("window.__switchboardMarker") is None, "the popup's message did not reload the chat"
-    expect(picker).not_to_have_attribute("open", "")
-    picker.locator("summary").click()
+    expect(picker).to_have_attribute("open", "")
     box = picker.get_by_role("checkbox", name="Tracker")
     expect(box).to_be_enabled()
-    expect(box).not_to_be_checked()
-    box.check()
+    expect(box).to_be_checked()
+    assert not MCPServer.objects.filter(chat_selections__chat=chat).exists()  # not saved yet
     browsing.shot(page, "picker-connected")
     picker.get_by_role("button", name="Save tools").click()
     expect(page.locator("details.mcp-picker summary")).to_have_text("Tools: Tracker")
@@ -311,9 +315,12 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     assert [(r.token_type_hint, r.revoked) for r in authz.revocations] == [("refresh_token", True)]
     assert authz.validate_bearer(str(token.access_token)) is None
 
-    # Back in the chat the picker asks to connect again.
+    # Back in the chat the summary says the chosen server is not connected, and the picker asks to connect again.
     page.goto(f"/agents/chats/{chat.pk}/")
+    expect(picker.locator("summary")).to_have_text("Tools: Tracker (not connected)")
     picker.locator("summary").click()
-    expect(picker.locator("label").filter(has_text="Tracker").get_by_role("link", name="Connect")).to_be_visible()
+    entry = picker.locator("label").filter(has_text="Tracker")
+    expect(entry.locator(".pill")).to_have_text("not connected")
+    expect(entry.get_by_role("link", name="Connect")).to_be_visible()
     browsing.shot(page, "picker-after-disconnect")
     browsing.assert_no_console_errors()
