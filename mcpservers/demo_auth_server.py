@@ -190,8 +190,14 @@ class Client(ClientMixin):
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
         if self.loopback_redirects:
+            # Browsers read some URLs differently from urlsplit ("http://evil.example\\@127.0.0.1/" goes to
+            # evil.example): refuse backslashes, user info and escapes in the authority outright.
+            if "\\" in redirect_uri or "%5c" in redirect_uri.lower():
+                return False
             parts = urlsplit(redirect_uri)
-            return parts.scheme in ("http", "https") and parts.hostname in LOOPBACK_HOSTS and not parts.fragment
+            if any(char in parts.netloc for char in "@%") or parts.scheme not in ("http", "https"):
+                return False
+            return parts.hostname in LOOPBACK_HOSTS and not parts.fragment
         return self.redirect_uris is None or redirect_uri in self.redirect_uris
 
     def check_client_secret(self, client_secret: str) -> bool:
@@ -699,7 +705,8 @@ class AuthServer:
     _by_access: dict[str, Token] = field(default_factory=dict, repr=False)
     _by_refresh: dict[str, Token] = field(default_factory=dict, repr=False)
     _stops: list[Callable[[], None]] = field(default_factory=list, repr=False)
-    _consents: dict[str, float] = field(default_factory=dict, repr=False)  # consent-page ticket → issued at
+    # consent-page ticket → (issued at, the request it was issued for)
+    _consents: dict[str, tuple[float, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.issuer_path and not self.issuer_path.startswith("/"):
@@ -1010,7 +1017,9 @@ class AuthServer:
         try:
             response = await self._dispatch(request)
         except Exception as exc:  # a bug in the peer: say so loudly rather than hang the client
-            response = JSONResponse({"error": "server_error", "error_description": f"oauth peer: {exc!r}"}, 500)
+            response = JSONResponse(
+                {"error": "server_error", "error_description": f"demo authorization server: {exc!r}"}, 500
+            )
         record.status = response.status_code
         await response(scope, receive, send)
 
@@ -1053,8 +1062,8 @@ class AuthServer:
             user = self.users.get(self.logged_in_user) if self.logged_in_user else None
             try:
                 grant = self.authz.get_consent_grant(http, end_user=user)
-            except OAuth2Error as error:
-                response = self.authz.handle_error_response(None, error)
+            except (OAuth2Error, ValueError) as error:
+                response = _error_response(self.authz, error)
             else:
                 refusal = "login_required" if user is None else ("access_denied" if self.deny is True else self.deny)
                 if refusal:
@@ -1067,7 +1076,8 @@ class AuthServer:
 
     async def _consent(self, http: _HttpRequest) -> Response:
         """The demo's consent page: GET shows it for a valid request, POST (Allow or Deny) decides it. The request's
-        parameters travel in hidden fields with a single-use ticket, so a page elsewhere cannot decide for the user."""
+        parameters travel in hidden fields with a single-use ticket bound to them, so a page elsewhere cannot decide for
+        the user, nor a ticket decide another request."""
         form = dict(http.form) if http.method == "POST" else None
         if form is not None:
             params = [(key, value) for key, value in http.form if key in AUTHORIZE_PARAMS]
@@ -1077,8 +1087,8 @@ class AuthServer:
             self._record(self.authorize_requests, record)
             try:
                 grant = self.authz.get_consent_grant(http, end_user=None)
-            except OAuth2Error as error:
-                response = self.authz.handle_error_response(None, error)
+            except (OAuth2Error, ValueError) as error:
+                response = _error_response(self.authz, error)
             else:
                 if form is not None:
                     response = self._decide(grant, form)
@@ -1089,9 +1099,9 @@ class AuthServer:
         return response
 
     def _decide(self, grant, form: dict[str, str]) -> Response:
-        now = time.time()
-        issued = self._consents.pop(form.get("ticket", ""), None)
-        if issued is None or now - issued > CONSENT_LIFETIME:
+        params = [(key, value) for key, value in form.items() if key in AUTHORIZE_PARAMS]
+        issued, request_digest = self._consents.pop(form.get("ticket", ""), (None, ""))
+        if issued is None or time.time() - issued > CONSENT_LIFETIME or request_digest != _digest(params):
             return _page(
                 "This consent page is no longer valid",
                 "<p>It expired or was already answered. Go back to the application and connect again.</p>",
@@ -1101,10 +1111,10 @@ class AuthServer:
             return _refusal(grant, "access_denied")
         username = form.get("username", "").strip()
         if not username or len(username) > 64 or not set(username) <= USERNAME_CHARS:
-            self._consents[form["ticket"]] = issued  # let the user correct the name
+            self._consents[form["ticket"]] = (issued, request_digest)  # let the user correct the name
             return self._consent_page(
                 grant,
-                [(key, value) for key, value in form.items() if key in AUTHORIZE_PARAMS],
+                params,
                 error="Use 1 to 64 letters, digits, dots, dashes or underscores.",
                 username=username,
                 ticket=form["ticket"],
@@ -1125,7 +1135,7 @@ class AuthServer:
             ticket = generate_token(32)
             while len(self._consents) >= MAX_CONSENTS:
                 self._consents.pop(next(iter(self._consents)))
-            self._consents[ticket] = time.time()
+            self._consents[ticket] = (time.time(), _digest(params))
         client = grant.client
         client_name = client.client_metadata.get("client_name") or client.get_client_id()
         scopes = scope_to_list(grant.request.payload.scope or "") or []
@@ -1353,6 +1363,19 @@ async def _read(request: Request) -> _HttpRequest:
     return _HttpRequest(request.method, str(request.url), request.headers, args, form, data)
 
 
+def _digest(params: list[tuple[str, str]]) -> str:
+    """What identifies an authorization request: its OAuth parameters, in a canonical order."""
+    return json.dumps(sorted((key, value) for key, value in params if key in AUTHORIZE_PARAMS))
+
+
+def _error_response(authz: AuthorizationServer, error: OAuth2Error | ValueError) -> Response:
+    """authlib's answer to a refused authorization request, or a plain 400 when authlib could not even build its error
+    (it refuses to echo characters such as a backslash of the request in an error description: ValueError)."""
+    if isinstance(error, OAuth2Error):
+        return authz.handle_error_response(None, error)
+    return JSONResponse({"error": "invalid_request", "error_description": "The request is not valid."}, 400)
+
+
 def _refusal(grant, error: str) -> Response:
     """Send the browser back to the client with ``error`` (and the request's ``state``)."""
     params = [("error", error)]
@@ -1502,7 +1525,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     base_url = f"http://{args.host}:{args.port}"
     _server, app = build_demo(base_url)
-    print(f"demo authorization server: {base_url} (client {DEMO_CLIENT_ID}); OAuth demo MCP: {base_url}{MCP_PATH}")
+    print(
+        f"demo authorization server: {base_url} (client {DEMO_CLIENT_ID}); OAuth demo MCP: {base_url}{MCP_PATH}",
+        flush=True,
+    )
     return serve(uvicorn_server(app, args.host, args.port))
 
 
