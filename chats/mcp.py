@@ -120,7 +120,7 @@ def discover(
     server: MCPServer, endpoint: client.Endpoint, user_id: int, *, after_401=None
 ) -> list[client.RemoteTool] | None:
     """The server's tools, cached briefly per server version and auth identity. None when it cannot be reached.
-    ``after_401`` (OAuth2) gives a refreshed endpoint for one retry when the server answers 401."""
+    ``after_401`` (OAuth2, user OIDC) gives a refreshed endpoint for one retry when the server answers 401."""
     key = f"mcp-tools:{server.pk}:{server.updated_at.timestamp()}:{_identity_key(server, user_id)}"
     cached = cache.get(key)
     if cached == "unreachable":
@@ -165,12 +165,21 @@ def mcp_tools(chat: Chat, context) -> list:
     return tools
 
 
+def _refreshed_bearer(chat: Chat, server: MCPServer) -> str | None:
+    """After a 401: the user's token refreshed now, or None when there is none to retry with."""
+    if server.auth_type == AuthType.OAUTH2:
+        return oauth_services.access_token_for(user=chat.owner, server=server, force_refresh=True)
+    if server.auth_type == AuthType.USER_OIDC:
+        return oidc.access_token_for(chat.owner, force_refresh=True)
+    return None
+
+
 def _refreshed(chat: Chat, server: MCPServer):
-    if server.auth_type != AuthType.OAUTH2:
+    if server.auth_type not in {AuthType.OAUTH2, AuthType.USER_OIDC}:
         return None
 
     def endpoint() -> client.Endpoint | None:
-        bearer = oauth_services.access_token_for(user=chat.owner, server=server, force_refresh=True)
+        bearer = _refreshed_bearer(chat, server)
         return _endpoint(chat, server, bearer) if bearer else None
 
     return endpoint
@@ -208,11 +217,13 @@ def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: clie
         try:
             outcome = client.call_tool(current, remote.name, forwarded, tool_call_id=call_id)
         except client.MCPError as exc:
-            if exc.status != 401 or server.auth_type != AuthType.OAUTH2:
+            if exc.status != 401 or server.auth_type not in {AuthType.OAUTH2, AuthType.USER_OIDC}:
                 return ToolResult(str(exc), is_error=True)
             # One bounded refresh and retry after a 401, with the same tool call id.
-            bearer = oauth_services.access_token_for(user=chat.owner, server=server, force_refresh=True)
+            bearer = _refreshed_bearer(chat, server)
             if bearer is None:
+                if server.auth_type == AuthType.USER_OIDC:
+                    return ToolResult(str(exc), is_error=True)
                 return ToolResult("the MCP server needs you to reconnect your account", is_error=True)
             try:
                 outcome = client.call_tool(

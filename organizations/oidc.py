@@ -283,18 +283,23 @@ def _forget(stored: UserOIDCToken, reason: str) -> None:
     logger.warning("the OIDC tokens of user %s could not be refreshed (%s); they were deleted", user.pk, reason)
 
 
-def access_token_for(user: User | None) -> str | None:
+def access_token_for(user: User | None, *, force_refresh: bool = False) -> str | None:
     """The user's OIDC access token, refreshed first when it expires within a minute (one refresh at a time: the
-    row is locked). None when the user has no token (signed in with a password) or it could not be refreshed."""
+    row is locked). None when the user has no token (signed in with a password) or it could not be refreshed.
+    ``force_refresh``: refresh whatever the expiry says (a server refused the token with 401); None when there is
+    nothing to refresh with."""
     if user is None or not getattr(user, "pk", None):
         return None
     with transaction.atomic():
         stored = UserOIDCToken.objects.select_for_update().select_related("user").filter(user_id=user.pk).first()
         if stored is None:
             return None
-        if stored.expires_at is None or stored.expires_at - REFRESH_MARGIN > timezone.now():
+        fresh_enough = stored.expires_at is None or stored.expires_at - REFRESH_MARGIN > timezone.now()
+        if fresh_enough and not force_refresh:
             return str(stored.access_token)
         if not stored.refresh_token:
+            if force_refresh and fresh_enough:
+                return None  # refused, and nothing to refresh with: keep it (the sign-in may still be valid)
             _forget(stored, "no refresh token")
             return None
         if not enabled():

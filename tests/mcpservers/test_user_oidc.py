@@ -135,3 +135,57 @@ def test_a_token_that_cannot_be_refreshed_is_not_sent(world, idp, mcp_server):
 
     assert recording.snapshot() and all("authorization" not in r.headers for r in recording.snapshot())
     assert not UserOIDCToken.objects.filter(user=world.member).exists()
+
+
+def test_a_refused_token_is_refreshed_once_and_the_listing_retried(world, idp):
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    oidc_sign_in(Client(), idp)
+    old = str(UserOIDCToken.objects.get(user=world.member).access_token)
+    idp.expire_access_tokens()  # the provider no longer accepts it, though Switchboard thinks it has an hour left
+    idp.reset_records()
+    resource.reset()
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+
+    names = [tool.name for tool in chat_mcp.mcp_tools(chat, None)]
+
+    assert "directory__echo" in names
+    assert idp.token_calls["refresh_token"] == 1
+    fresh = str(UserOIDCToken.objects.get(user=world.member).access_token)
+    assert fresh != old
+    sent = authorizations(resource)
+    assert sent[0] == f"Bearer {old}" and sent[-1] == f"Bearer {fresh}"
+
+
+def test_a_tool_call_refused_with_401_is_retried_once_after_a_refresh(world, idp):
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    oidc_sign_in(Client(), idp)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    old = str(UserOIDCToken.objects.get(user=world.member).access_token)
+    idp.expire_access_tokens()
+    idp.reset_records()
+    resource.reset()
+
+    result = echo.handler({"text": "after a refresh"}, "call-7")
+
+    assert not result.is_error and "after a refresh" in str(result.content)
+    assert idp.token_calls["refresh_token"] == 1
+    fresh = str(UserOIDCToken.objects.get(user=world.member).access_token)
+    sent = authorizations(resource)
+    assert sent[0] == f"Bearer {old}" and set(sent[1:]) == {f"Bearer {fresh}"}  # refused at once, then retried
+    [call] = resource.with_rpc_method("tools/call")
+    assert call.headers["authorization"] == f"Bearer {fresh}"
+    assert call.json["params"]["_meta"]["com.coder/tool_call_id"] == "call-7"
+
+
+def test_a_password_user_refused_with_401_is_not_retried(world, idp):
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    chat = chat_services.chat_create(owner=world.org_admin, organization=world.acme)  # signed in with a password
+
+    assert chat_mcp.mcp_tools(chat, None) == []
+
+    assert idp.token_calls["refresh_token"] == 0
+    assert authorizations(resource) == [None]  # asked once, without a header, and not again
