@@ -80,22 +80,7 @@ def _server(request: HttpRequest, organization: str, server_id: int) -> MCPServe
 
 
 def _require(request, org: Organization, verb: str, server: MCPServer | None = None, action: str = "") -> None:
-    message = {
-        "create": "You don't have permission to create MCP servers.",
-        "update": "You don't have permission to update this MCP server.",
-        "delete": "You don't have permission to delete this MCP server.",
-        "share": "You don't have permission to share this MCP server.",
-    }[verb]
-    access.require(
-        request.user,
-        org,
-        f"mcp_server:{verb}",
-        action=f"mcp_server.{action or verb}",
-        resource_type="mcp_server",
-        resource_id=server.pk if server else "",
-        resource_name=server.display_name if server else "",
-        message=message,
-    )
+    access.require_verb(request.user, org, "mcp_server", verb, server, action=action, noun="MCP server")
 
 
 @router.get("/organizations/{organization}/mcp-servers", response=list[ServerOut])

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from organizations import access, acl
+from organizations.views_common import confirm_and_perform
 
 from . import client, connect, selectors, services
 from .models import AuthType, Availability, MCPServer, Transport
@@ -53,16 +54,7 @@ def _server(request: HttpRequest, server_id: int) -> MCPServer:
 
 
 def _require(request, organization, verb: str, server: MCPServer | None = None, action: str = "") -> None:
-    access.require(
-        request.user,
-        organization,
-        f"mcp_server:{verb}",
-        action=f"mcp_server.{action or verb}",
-        resource_type="mcp_server",
-        resource_id=server.pk if server else "",
-        resource_name=server.display_name if server else "",
-        message=f"You don't have permission to {verb} {'this MCP server' if server else 'MCP servers'}.",
-    )
+    access.require_verb(request.user, organization, "mcp_server", verb, server, action=action, noun="MCP server")
 
 
 def _context(request: HttpRequest, organization) -> dict:
@@ -163,19 +155,14 @@ def server_delete(request: HttpRequest, server_id: int) -> HttpResponse:
     server = _server(request, server_id)
     organization = server.organization
     _require(request, organization, "delete", server)
-    if request.method == "POST":
-        services.mcp_server_delete(actor=request.user, server=server)
-        messages.success(request, f"{server.display_name} deleted.")
-        return redirect(_url("mcp-servers", organization))
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Delete the MCP server {server.display_name}?",
-            "body": "Every chat that uses it loses its tools at the next step, and its permission list is deleted.",
-            "action": "Delete server",
-            "cancel_url": _url("mcp-servers", organization),
-        },
+        lambda: services.mcp_server_delete(actor=request.user, server=server),
+        title=f"Delete the MCP server {server.display_name}?",
+        body="Every chat that uses it loses its tools at the next step, and its permission list is deleted.",
+        button="Delete server",
+        done=f"{server.display_name} deleted.",
+        success_url=_url("mcp-servers", organization),
     )
 
 

@@ -127,6 +127,37 @@ def require(
     raise PermissionDenied(message)
 
 
+def require_verb(
+    user: AnyUser,
+    organization: Organization,
+    resource_type: str,
+    verb: str,
+    obj: Model | None = None,
+    *,
+    action: str = "",
+    noun: str,
+    nouns: str = "",
+) -> None:
+    """``require`` for a kind of organization object whose permissions are named ``<resource_type>:<verb>``.
+
+    Audited as ``<resource_type>.<action or verb>`` on ``obj`` (named by ``str(obj)``), or on no object when there is
+    none yet (create). The refusal reads "You don't have permission to <verb> this <noun>." about an object, else
+    "You don't have permission to <verb> <nouns>." (``nouns`` defaults to ``noun`` + "s"). Same preconditions as
+    ``require``.
+    """
+    what = f"this {noun}" if obj is not None else (nouns or f"{noun}s")
+    require(
+        user,
+        organization,
+        f"{resource_type}:{verb}",
+        action=f"{resource_type}.{action or verb}",
+        resource_type=resource_type,
+        resource_id=obj.pk if obj is not None else "",
+        resource_name=str(obj) if obj is not None else "",
+        message=f"You don't have permission to {verb} {what}.",
+    )
+
+
 def object_in_org[M: Model](queryset: QuerySet[M], organization: Organization, **lookup) -> M:
     """Fetch one object of ``organization`` or 404 (an object of another organization is as good as missing)."""
     obj = queryset.filter(organization=organization, **lookup).first()

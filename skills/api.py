@@ -142,23 +142,8 @@ def _org_skill(request: HttpRequest, organization: str, name: str) -> Organizati
     return skill
 
 
-def _require(request, org: Organization, verb: str, skill: OrganizationSkill | None = None, action: str = ""):
-    message = {
-        "create": "You don't have permission to create organization skills.",
-        "update": "You don't have permission to update this organization skill.",
-        "delete": "You don't have permission to delete this organization skill.",
-        "share": "You don't have permission to share this organization skill.",
-    }[verb]
-    access.require(
-        request.user,
-        org,
-        f"organization_skill:{verb}",
-        action=f"organization_skill.{action or verb}",
-        resource_type="organization_skill",
-        resource_id=skill.pk if skill else "",
-        resource_name=skill.name if skill else "",
-        message=message,
-    )
+def _require(request, org: Organization, verb: str, skill: OrganizationSkill | None = None, action: str = "") -> None:
+    access.require_verb(request.user, org, "organization_skill", verb, skill, action=action, noun="organization skill")
 
 
 def _detail(skill: OrganizationSkill) -> dict:

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from organizations import access, acl
 from organizations.models import Organization
+from organizations.views_common import confirm_and_perform
 
 from . import format as skill_format
 from . import selectors, services
@@ -203,19 +204,14 @@ def personal_skills_export(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def personal_skill_delete(request: HttpRequest, name: str) -> HttpResponse:
     skill = _personal(request, name)
-    if request.method == "POST":
-        services.personal_skill_delete(skill=skill)
-        messages.success(request, f"Skill {skill.name} deleted.")
-        return redirect("personal-skills")
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Delete the skill {skill.name}?",
-            "body": "Chats stop offering it at their next step. Download it first if you may want it back.",
-            "action": "Delete skill",
-            "cancel_url": reverse("personal-skills"),
-        },
+        lambda: services.personal_skill_delete(skill=skill),
+        title=f"Delete the skill {skill.name}?",
+        body="Chats stop offering it at their next step. Download it first if you may want it back.",
+        button="Delete skill",
+        done=f"Skill {skill.name} deleted.",
+        success_url=reverse("personal-skills"),
     )
 
 
@@ -280,22 +276,9 @@ def _admin_url(name: str, organization: Organization, *args) -> str:
     return reverse(name, args=args) + "?" + urlencode({"org": organization.name})
 
 
-def _require(request, organization, verb: str, skill: OrganizationSkill | None = None, action: str | None = None):
-    messages_by_verb = {
-        "create": "You don't have permission to create organization skills.",
-        "update": "You don't have permission to update this organization skill.",
-        "delete": "You don't have permission to delete this organization skill.",
-        "share": "You don't have permission to share this organization skill.",
-    }
-    access.require(
-        request.user,
-        organization,
-        f"organization_skill:{verb}",
-        action=f"organization_skill.{action or verb}",
-        resource_type="organization_skill",
-        resource_id=skill.pk if skill else "",
-        resource_name=skill.name if skill else "",
-        message=messages_by_verb[verb],
+def _require(request, organization, verb: str, skill: OrganizationSkill | None = None, action: str = "") -> None:
+    access.require_verb(
+        request.user, organization, "organization_skill", verb, skill, action=action, noun="organization skill"
     )
 
 
@@ -440,20 +423,15 @@ def org_skill_delete(request: HttpRequest, name: str) -> HttpResponse:
     skill = _org_skill(request, name)
     organization = skill.organization
     _require(request, organization, "delete", skill)
-    if request.method == "POST":
-        services.organization_skill_delete(actor=request.user, skill=skill)
-        messages.success(request, f"Skill {skill.name} deleted.")
-        return redirect(_admin_url("org-skills", organization))
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Delete the skill {skill.name} from {organization.display_name}?",
-            "body": "Every chat in the organization stops offering it at its next step, and its permission list "
-            "is deleted with it. Download it first if you may want it back.",
-            "action": "Delete skill",
-            "cancel_url": _admin_url("org-skills", organization),
-        },
+        lambda: services.organization_skill_delete(actor=request.user, skill=skill),
+        title=f"Delete the skill {skill.name} from {organization.display_name}?",
+        body="Every chat in the organization stops offering it at its next step, and its permission list "
+        "is deleted with it. Download it first if you may want it back.",
+        button="Delete skill",
+        done=f"Skill {skill.name} deleted.",
+        success_url=_admin_url("org-skills", organization),
     )
 
 
