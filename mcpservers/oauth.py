@@ -24,6 +24,7 @@ provider sends back ever appears in an error, and no token or secret does either
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import json
 import time
@@ -61,6 +62,7 @@ __all__ = [
 
 MAX_RESPONSE_BYTES = 1024 * 1024
 TIMEOUT_SECONDS = 10.0  # one whole operation (all its redirects); read at call time, so tests may lower it
+DISCOVERY_DEADLINE_SECONDS = 30.0  # all of discovery (it runs while a save waits); read at call time too
 MAX_REDIRECTS = 5
 CHUNK_BYTES = 64 * 1024
 
@@ -354,10 +356,27 @@ def _revocation_failure(status: int, code: str) -> str:
 # Discovery ------------------------------------------------------------------------------------------------------
 
 
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("oauth_discovery_deadline", default=None)
+
+
 def discover(resource_url: str, *, redirect_uri: str, client_name: str, scopes: str = "") -> OAuthConfig:
     """Find the MCP server's authorization server and register a client with it; see the module docstring for the
     order. ``scopes`` "" takes the protected resource's ``scopes_supported`` when it lists any. Raises
-    ``OAuthError("OAuth2 auto-discovery failed.", step=…)``; never returns a partial configuration."""
+    ``OAuthError("OAuth2 auto-discovery failed.", step=…)``; never returns a partial configuration. All of it, every
+    request included, ends within ``DISCOVERY_DEADLINE_SECONDS``."""
+    deadline = time.monotonic() + DISCOVERY_DEADLINE_SECONDS
+    reset = _deadline.set(deadline)
+    try:
+        return _discover(resource_url, redirect_uri=redirect_uri, client_name=client_name, scopes=scopes)
+    except OAuthError as error:
+        if time.monotonic() >= deadline:
+            error.detail = f"gave up after {DISCOVERY_DEADLINE_SECONDS:g} s"
+        raise
+    finally:
+        _deadline.reset(reset)
+
+
+def _discover(resource_url: str, *, redirect_uri: str, client_name: str, scopes: str) -> OAuthConfig:
     resource = _parse_http_url(resource_url)
     if resource is None:
         raise OAuthError(DISCOVERY_FAILED, step=STEP_PROTECTED_RESOURCE, detail="the server URL is not a valid URL")
@@ -561,6 +580,9 @@ def _http(method: str, url: str, *, data: bytes | None = None, headers: dict[str
     """One request with same-origin redirects followed by hand (a POST only on 307/308, re-sent as it was), a
     deadline for the whole exchange and the response body capped. Returns ``(status, body)``."""
     deadline = time.monotonic() + TIMEOUT_SECONDS
+    overall = _deadline.get()
+    if overall is not None:
+        deadline = min(deadline, overall)
     with requests.Session() as session:
         for _ in range(MAX_REDIRECTS + 1):
             remaining = deadline - time.monotonic()

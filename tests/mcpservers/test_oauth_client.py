@@ -1231,3 +1231,24 @@ def test_it_hides_a_real_token_endpoint_failure(oauth_server):
     assert refresh_error.value.invalid_grant is False
     for error in (exchange_error.value, refresh_error.value):
         assert TOKEN_BODY_SENTINEL not in str(error) and "s3cret-value" not in str(error)
+
+
+def test_discovery_as_a_whole_ends_at_its_deadline(stubs, monkeypatch):
+    monkeypatch.setattr(oauth, "TIMEOUT_SECONDS", 0.4)
+    monkeypatch.setattr(oauth, "DISCOVERY_DEADLINE_SECONDS", 0.6)
+    peer = stubs()
+
+    def slow(seen, handler):
+        time.sleep(1.5)
+        return answer({"authorization_servers": [peer.url]})
+
+    for path in (PRM, ASM, OIDC):
+        peer.route("GET", path, slow)
+
+    with pytest.raises(OAuthError) as caught:
+        discover(peer.url)
+
+    # Each request may take 0.4 s, but all of discovery only 0.6 s: the third request is never made.
+    assert len(peer.seen()) == 2
+    assert caught.value.detail == "gave up after 0.6 s"
+    assert caught.value.message == oauth.DISCOVERY_FAILED
