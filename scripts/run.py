@@ -9,8 +9,8 @@ and exits 0; if one of them dies on its own, the others are stopped and this scr
 Standard library only: it runs with the project's virtualenv Python (``.venv/bin/python scripts/run.py``).
 Environment: PORT (default 8000); DEMO_MCP_PORT (default 8765), the demo MCP server's port, and DEMO_OAUTH_PORT
 (default 8766), the demo OAuth provider's (its MCP server is at /mcp there), both passed on to the children so that
-seed_demo registers the URLs the servers listen on; DEBUG defaults to true for the children;
-everything else as in the README.
+seed_demo registers the URLs the servers listen on; DEBUG defaults to true for the children, and SITE_URL to
+http://127.0.0.1:PORT; everything else as in the README.
 """
 
 from __future__ import annotations
@@ -170,6 +170,8 @@ def main() -> int:
     if port_in_use(port):
         say(f"port {port} on {HOST} is already in use; stop what is running there or set PORT=...")
         return 1
+    # Absolute links (the OAuth2 callback an MCP provider sends the browser back to) point at this server.
+    env.setdefault("SITE_URL", f"http://{HOST}:{port}")
     demo_ports: dict[str, int] = {}
     for variable, default, what in (
         ("DEMO_MCP_PORT", DEFAULT_DEMO_MCP_PORT, "the demo MCP server"),

@@ -1018,6 +1018,36 @@ def test_the_connections_page_disconnects_and_says_what_the_provider_answered(wo
     assert not MCPUserToken.objects.exists()
 
 
+def test_a_chat_says_when_a_chosen_server_needs_the_member_to_connect(world, bob, authz, mcp_url):
+    server = make_server(world, authz, mcp_url)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    chat_mcp.set_selection(chat=chat, server_ids={server.pk})
+
+    page = bob.get(f"/agents/chats/{chat.pk}/").content.decode()
+    assert "Tracker is chosen for this chat, but your account is not connected" in page
+    assert "(not connected)" in page
+
+    token = connected(bob, server, authz)
+    page = bob.get(f"/agents/chats/{chat.pk}/").content.decode()
+    assert "mcp-connect-notice" not in page and "(not connected)" not in page
+
+    MCPUserToken.objects.filter(pk=token.pk).update(needs_reconnect=True)
+    page = bob.get(f"/agents/chats/{chat.pk}/").content.decode()
+    assert "Tracker needs you to reconnect your account" in page
+    assert ">Reconnect Tracker</a>" in page
+    assert bob.get("/settings/mcp-connections/").content.decode().count(">Reconnect</a>") == 1
+
+
+def test_a_chat_does_not_ask_to_connect_a_server_it_did_not_choose(world, bob, authz, mcp_url):
+    make_server(world, authz, mcp_url, availability="default_off")
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+
+    page = bob.get(f"/agents/chats/{chat.pk}/").content.decode()
+
+    assert "mcp-connect-notice" not in page
+    assert "Connect</a>" in page  # the picker still offers it
+
+
 # Nothing leaks -----------------------------------------------------------------------------------------------------
 
 
