@@ -119,7 +119,8 @@ def _identity_key(server: MCPServer, user_id: int) -> str:
 def discover(
     server: MCPServer, endpoint: client.Endpoint, user_id: int, *, after_401=None
 ) -> list[client.RemoteTool] | None:
-    """The server's tools, cached briefly per server version and auth identity. None when it cannot be reached.
+    """The server's tools its lists allow (chosen before the 64-tool cap), cached briefly per server version and auth
+    identity. None when it cannot be reached.
     ``after_401`` (OAuth2, user OIDC) gives a refreshed endpoint for one retry when the server answers 401."""
     key = f"mcp-tools:{server.pk}:{server.updated_at.timestamp()}:{_identity_key(server, user_id)}"
     cached = cache.get(key)
@@ -128,13 +129,17 @@ def discover(
     if cached is not None:
         return [client.RemoteTool(**tool) for tool in cached]
     try:
+
+        def keep(tool: client.RemoteTool) -> bool:  # governance before the 64-tool cap
+            return connect.tool_allowed(server, tool.name)
+
         try:
-            tools = client.list_tools(endpoint)
+            tools = client.list_tools(endpoint, keep=keep)
         except client.MCPError as exc:
             retry = after_401() if exc.status == 401 and after_401 else None
             if retry is None:
                 raise
-            tools = client.list_tools(retry)
+            tools = client.list_tools(retry, keep=keep)
     except client.MCPError as exc:
         logger.warning("MCP server %s skipped: %s", server.slug, exc)
         cache.set(key, "unreachable", FAILURE_CACHE_SECONDS)

@@ -103,8 +103,9 @@ class MCPError(Exception):
 # Public API ----------------------------------------------------------------------------------------------------
 
 
-def list_tools(endpoint: Endpoint) -> list[RemoteTool]:
-    """The server's tools (following pagination), at most ``MAX_TOOLS`` of them, in the server's order."""
+def list_tools(endpoint: Endpoint, *, keep: Callable[[RemoteTool], bool] | None = None) -> list[RemoteTool]:
+    """The server's tools (following pagination), at most ``MAX_TOOLS`` of them, in the server's order. ``keep``
+    chooses tools before the cap, so a tool the server lists late is not lost behind tools nobody may use."""
 
     async def work(session: ClientSession, phase: _Phase) -> list[RemoteTool]:
         phase.enter("list", endpoint.connect_timeout)
@@ -114,7 +115,9 @@ def list_tools(endpoint: Endpoint) -> list[RemoteTool]:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             result = await session.send_request(types.ListToolsRequest(params=params), types.ListToolsResult)
             for tool in result.tools:
-                tools.append(RemoteTool(tool.name, tool.description or "", dict(tool.input_schema or {})))
+                remote = RemoteTool(tool.name, tool.description or "", dict(tool.input_schema or {}))
+                if keep is None or keep(remote):
+                    tools.append(remote)
             cursor = result.next_cursor
             if not cursor or len(tools) >= MAX_TOOLS:
                 break

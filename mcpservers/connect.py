@@ -51,8 +51,11 @@ def endpoint_for(
     )
 
 
-def filter_tools(server: MCPServer, tools: list[client.RemoteTool]) -> list[client.RemoteTool]:
+def tool_allowed(server: MCPServer, name: str) -> bool:
     """Tool governance: the allow list (when not empty), then the deny list, which always wins."""
-    allowed = set(server.tool_allow_list or [])
-    denied = set(server.tool_deny_list or [])
-    return [t for t in tools if (not allowed or t.name in allowed) and t.name not in denied]
+    allowed = server.tool_allow_list or []
+    return (not allowed or name in allowed) and name not in (server.tool_deny_list or [])
+
+
+def filter_tools(server: MCPServer, tools: list[client.RemoteTool]) -> list[client.RemoteTool]:
+    return [t for t in tools if tool_allowed(server, t.name)]

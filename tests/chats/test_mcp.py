@@ -90,6 +90,16 @@ def test_tools_are_named_by_slug_and_governed_by_the_lists(world, mcp_server):
     assert names == ["peer__echo", "peer__add"]
 
 
+def test_an_allowed_tool_listed_after_the_first_64_is_offered(world, mcp_server):
+    url = mcp_server(extra_tools=70).url  # 75 tools; tool_069 is the 75th
+    server(world, url, tool_allow_list=["echo", "tool_069"])
+    chat = services.chat_create(owner=world.member, organization=world.acme)
+
+    names = [t.name for t in chat_mcp.mcp_tools(chat, None)]
+
+    assert names == ["peer__echo", "peer__tool_069"]
+
+
 def test_an_unreachable_server_is_skipped_and_the_others_still_contribute(world, mcp_server):
     server(world, mcp_server().url, slug="good", display_name="Good")
     server(world, f"http://127.0.0.1:{unused_port()}/mcp", slug="gone", display_name="Gone")

@@ -236,6 +236,14 @@ def test_it_keeps_at_most_64_tools(mcp_server):
     ]
 
 
+def test_it_chooses_tools_before_the_64_tool_cap(mcp_server):
+    server = mcp_server("streamable_http", extra_tools=80)  # 5 + 80 = 85 tools
+
+    tools = list_tools(endpoint(server), keep=lambda tool: tool.name.startswith("tool_"))
+
+    assert [tool.name for tool in tools] == [f"tool_{i:03d}" for i in range(64)]
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_it_truncates_a_large_tool_result_at_256_kib(mcp_server, transport):
     server = mcp_server(transport)
