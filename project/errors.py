@@ -21,6 +21,33 @@ def not_found(request, exception=None):
     return render(request, "404.html", status=404)
 
 
+class ApiErrorShapeMiddleware:
+    """A request to an API path with a method the endpoint does not take gets the JSON error shape (with ``Allow``),
+    not Django's plain-text 405."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code != 405 or not request.path.startswith("/api/"):
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        allowed = response.get("Allow", "")
+        shaped = JsonResponse(
+            {
+                "message": "Method not allowed.",
+                "detail": f"{request.method} is not accepted here; use {allowed}." if allowed else "",
+                "validations": [],
+            },
+            status=405,
+        )
+        if allowed:
+            shaped["Allow"] = allowed
+        return shaped
+
+
 def server_error(request):
     if request.path.startswith("/api/"):
         return _json(500, "An internal error occurred.")

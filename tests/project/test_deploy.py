@@ -85,6 +85,24 @@ def test_api_errors_use_the_documented_shape(world, client_for):
     assert set(response.json()) == {"message", "detail", "validations"}
 
 
+def test_a_method_an_api_endpoint_does_not_take_gets_the_error_shape(world, client_for):
+    response = client_for("member").delete("/api/v2/organizations")
+
+    assert response.status_code == 405
+    assert response.json() == {
+        "message": "Method not allowed.",
+        "detail": "DELETE is not accepted here; use GET.",
+        "validations": [],
+    }
+    assert response["Allow"] == "GET"
+
+
+def test_a_method_a_page_does_not_take_still_gets_a_plain_405(world, client_for):
+    response = client_for("member").put("/settings/mcp-connections/")
+
+    assert response.status_code == 405 and not response["Content-Type"].startswith("application/json")
+
+
 def test_the_api_docs_are_for_signed_in_users_and_served_locally(world, client_for):
     assert client_for("anonymous").get("/api/docs").status_code == 302
     response = client_for("member").get("/api/docs")
