@@ -13,6 +13,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -218,6 +219,34 @@ def _sanitize_skills(resources: list[dict]) -> list[dict]:
     return clean
 
 
+REDACTED = "[redacted]"
+
+
+def _redact_mcp(mcp: object) -> object:
+    """A ``.mcp.json`` server entry without what may be secret: ``env`` and ``headers`` keep their names, not their
+    values, and a password in the URL goes. Nothing here connects to workspace servers yet; when something does, it
+    must read the values from the workspace, not from the database."""
+    if not isinstance(mcp, dict) or not isinstance(mcp.get("config"), dict):
+        return mcp
+    config = dict(mcp["config"])
+    for key in ("env", "headers"):
+        if isinstance(config.get(key), dict):
+            config[key] = dict.fromkeys(config[key], REDACTED)
+    url = config.get("url")
+    if isinstance(url, str):
+        try:
+            parts = urlsplit(url)
+            password = parts.password
+        except ValueError:  # not a URL Switchboard could use: keep nothing of it
+            config["url"] = REDACTED
+        else:
+            netloc = parts.netloc
+            if password is not None:
+                netloc = f"{parts.username}:{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+            config["url"] = urlunsplit((parts.scheme, netloc, parts.path, REDACTED if parts.query else "", ""))
+    return {**mcp, "config": config}
+
+
 def snapshot_push(*, workspace: Workspace, resources: list[dict]) -> tuple[ContextSnapshot, bool]:
     """Store a pushed inventory as the workspace's next snapshot, unless it equals the latest one (then nothing new
     is created). Returns (snapshot, created). Raises PushRejected when the inventory breaks the caps."""
@@ -251,6 +280,8 @@ def snapshot_push(*, workspace: Workspace, resources: list[dict]) -> tuple[Conte
                 digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
                 blobs[digest] = content
             data = {key: resource[key] for key in ("skill", "mcp") if key in resource}
+            if "mcp" in data:
+                data["mcp"] = _redact_mcp(data["mcp"])
             rows.append(
                 SnapshotResource(
                     snapshot=snapshot,
@@ -273,9 +304,7 @@ def snapshot_push(*, workspace: Workspace, resources: list[dict]) -> tuple[Conte
             [ContentBlob(sha256=d, content=c) for d, c in blobs.items() if d not in existing], ignore_conflicts=True
         )
         SnapshotResource.objects.bulk_create(rows, batch_size=500)
-        Workspace.objects.filter(pk=locked.pk).update(
-            last_push_at=now, last_seen_at=now, status=WorkspaceStatus.READY
-        )
+        Workspace.objects.filter(pk=locked.pk).update(last_push_at=now, last_seen_at=now, status=WorkspaceStatus.READY)
         snapshot_pushed.send(sender=ContextSnapshot, workspace=locked, snapshot=snapshot)
     return snapshot, True
 

@@ -162,3 +162,21 @@ def test_the_server_does_not_trust_skill_names_from_the_agent(workspace):
     statuses = list(snapshot.resources.order_by("position").values_list("status", "error"))
     assert statuses[0][0] == "invalid" and statuses[1] == ("ok", "")
     assert statuses[2] == ("shadowed", "shadowed by /w/b")
+
+
+def test_secrets_of_mcp_json_entries_are_not_stored(workspace, tmp_path):
+    mcp = """{"mcpServers": {
+        "local": {"command": "run-it", "args": ["--x"], "env": {"API_KEY": "env-s3cret-value"}},
+        "remote": {"url": "https://bot:url-s3cret-pw@tools.example/mcp?token=query-s3cret", "headers":
+            {"Authorization": "Bearer header-s3cret-value"}}
+    }}"""
+    snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
+
+    stored = {r.name: r.data["mcp"]["config"] for r in snapshot.resources.filter(kind="mcp_server")}
+    assert stored["local"] == {"command": "run-it", "args": ["--x"], "env": {"API_KEY": "[redacted]"}}
+    assert stored["remote"] == {
+        "url": "https://bot:[redacted]@tools.example/mcp?[redacted]",
+        "headers": {"Authorization": "[redacted]"},
+    }
+    rows = str(list(snapshot.resources.values_list("data", flat=True)))
+    assert "s3cret" not in rows
