@@ -125,9 +125,7 @@ def chat_list(request: HttpRequest):
 
 @router.post("/chats", response={201: ChatOut, 400: Error})
 def chat_create(request: HttpRequest, payload: ChatIn):
-    organization = access.orgs_visible_to(request.user).filter(name=payload.organization).first()
-    if organization is None:
-        raise Http404("Not found.")
+    organization = access.visible_organization(request.user, payload.organization)
     workspace = None
     if payload.workspace_id is not None:
         workspace = Workspace.objects.filter(pk=payload.workspace_id, owner=request.user).first()

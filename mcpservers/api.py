@@ -64,15 +64,8 @@ def _error(exc: services.MCPConfigError) -> Status:
     return Status(exc.status, {"message": exc.message, "detail": exc.detail, "validations": exc.validations})
 
 
-def _organization(request: HttpRequest, name: str) -> Organization:
-    organization = access.orgs_visible_to(request.user).filter(name=name).first()
-    if organization is None:
-        raise Http404("Not found.")
-    return organization
-
-
 def _server(request: HttpRequest, organization: str, server_id: int) -> MCPServer:
-    org = _organization(request, organization)
+    org = access.visible_organization(request.user, organization)
     server = selectors.servers_visible_to(request.user, org).filter(pk=server_id).select_related("organization").first()
     if server is None:
         raise Http404("Not found.")
@@ -85,12 +78,12 @@ def _require(request, org: Organization, verb: str, server: MCPServer | None = N
 
 @router.get("/organizations/{organization}/mcp-servers", response=list[ServerOut])
 def server_list(request: HttpRequest, organization: str):
-    return list(selectors.servers_visible_to(request.user, _organization(request, organization)))
+    return list(selectors.servers_visible_to(request.user, access.visible_organization(request.user, organization)))
 
 
 @router.post("/organizations/{organization}/mcp-servers", response={201: ServerOut, 400: Error, 403: Error, 409: Error})
 def server_create(request: HttpRequest, organization: str, payload: dict = Body(...)):
-    org = _organization(request, organization)
+    org = access.visible_organization(request.user, organization)
     _require(request, org, "create")
     try:
         return Status(201, services.mcp_server_create(actor=request.user, organization=org, data=payload))

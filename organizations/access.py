@@ -72,6 +72,17 @@ def orgs_visible_to(user: AnyUser) -> QuerySet[Organization]:
     return Organization.objects.filter(pk__in=list(permissions_by_org(user)))
 
 
+def visible_organization(user: AnyUser, name: str) -> Organization:
+    """The organization named ``name`` if the user belongs to it (any organization for a site owner); else 404.
+
+    Membership alone is enough: what the caller may then see or change in it is checked separately.
+    """
+    organization = orgs_visible_to(user).filter(name=name).first()
+    if organization is None:
+        raise Http404("Not found.")
+    return organization
+
+
 def orgs_with_perm(user: AnyUser, permission: str) -> QuerySet[Organization]:
     """Organizations in which the user holds ``permission`` (for organization pickers)."""
     if is_site_owner(user):

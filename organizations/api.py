@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 from ninja import Router, Schema
 
 from . import access, selectors
@@ -89,9 +89,7 @@ def organization_list(request: HttpRequest):
 
 @router.get("/organizations/{organization}", response=OrganizationOut)
 def organization_detail(request: HttpRequest, organization: str):
-    org = access.orgs_visible_to(request.user).filter(name=organization).first()
-    if org is None:
-        raise Http404("Not found.")
+    org = access.visible_organization(request.user, organization)
     return _org_out(request.user, org, _roles(request.user))
 
 

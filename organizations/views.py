@@ -34,6 +34,7 @@ from .forms import (
 from .middleware import client_ip
 from .models import ApiToken, CustomRole, Membership, Organization, OrgGroup, User
 from .permissions import ORGANIZATION_MANAGE, ORGANIZATION_READ
+from .views_common import confirm_and_perform
 
 AUDIT_PAGE_SIZE = 50
 
@@ -139,19 +140,14 @@ def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = ApiToken.objects.filter(pk=token_id, user=request.user, revoked_at__isnull=True).first()
     if token is None:
         raise Http404("Not found.")
-    if request.method == "POST":
-        services.api_token_revoke(actor=request.user, token=token)
-        messages.success(request, f"Token {token.name} revoked.")
-        return redirect("api-tokens")
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Revoke the token {token.name}?",
-            "body": "Scripts that use it stop working at once. This cannot be undone.",
-            "action": "Revoke token",
-            "cancel_url": reverse("api-tokens"),
-        },
+        lambda: services.api_token_revoke(actor=request.user, token=token),
+        title=f"Revoke the token {token.name}?",
+        body="Scripts that use it stop working at once. This cannot be undone.",
+        button="Revoke token",
+        done=f"Token {token.name} revoked.",
+        success_url=reverse("api-tokens"),
     )
 
 
@@ -432,19 +428,15 @@ def group_delete(request: HttpRequest, group_id: int) -> HttpResponse:
     if group.is_everyone:
         messages.error(request, "The Everyone group always holds exactly the current members; it cannot be deleted.")
         return redirect("group", group_id=group.pk)
-    if request.method == "POST":
-        services.group_delete(actor=request.user, group=group)
-        messages.success(request, f"Group {group.name} deleted.")
-        return redirect(_org_url("groups", organization))
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Delete the group {group.name}?",
-            "body": "Its members stay in the organization but lose whatever was shared with this group.",
-            "action": "Delete group",
-            "cancel_url": reverse("group", args=[group.pk]),
-        },
+        lambda: services.group_delete(actor=request.user, group=group),
+        title=f"Delete the group {group.name}?",
+        body="Its members stay in the organization but lose whatever was shared with this group.",
+        button="Delete group",
+        done=f"Group {group.name} deleted.",
+        success_url=_org_url("groups", organization),
+        cancel_url=reverse("group", args=[group.pk]),
     )
 
 
@@ -552,19 +544,15 @@ def role_delete(request: HttpRequest, role_id: int) -> HttpResponse:
         resource_id=role.pk,
         resource_name=role.name,
     )
-    if request.method == "POST":
-        services.custom_role_delete(actor=request.user, role=role)
-        messages.success(request, f"Role {role.name} deleted.")
-        return redirect(_org_url("roles", organization))
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Delete the role {role.name}?",
-            "body": "Members who hold it lose the permissions it grants.",
-            "action": "Delete role",
-            "cancel_url": reverse("role", args=[role.pk]),
-        },
+        lambda: services.custom_role_delete(actor=request.user, role=role),
+        title=f"Delete the role {role.name}?",
+        body="Members who hold it lose the permissions it grants.",
+        button="Delete role",
+        done=f"Role {role.name} deleted.",
+        success_url=_org_url("roles", organization),
+        cancel_url=reverse("role", args=[role.pk]),
     )
 
 

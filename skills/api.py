@@ -127,15 +127,8 @@ def personal_delete(request: HttpRequest, user: str, name: str):
 # Organization --------------------------------------------------------------------------------------------------------
 
 
-def _organization(request: HttpRequest, organization: str) -> Organization:
-    org = access.orgs_visible_to(request.user).filter(name=organization).first()
-    if org is None:
-        raise Http404("Not found.")
-    return org
-
-
 def _org_skill(request: HttpRequest, organization: str, name: str) -> OrganizationSkill:
-    org = _organization(request, organization)
+    org = access.visible_organization(request.user, organization)
     skill = selectors.organization_skill_for(request.user, org, name)
     if skill is None:
         raise Http404("Not found.")
@@ -160,7 +153,7 @@ def _detail(skill: OrganizationSkill) -> dict:
 
 @router.get("/organizations/{organization}/skills", response=list[SkillOut])
 def org_list(request: HttpRequest, organization: str):
-    org = _organization(request, organization)
+    org = access.visible_organization(request.user, organization)
     if access.has_perm(request.user, org, READ):
         return list(OrganizationSkill.objects.filter(organization=org).order_by("name"))
     return list(selectors.skills_usable_by(request.user, org))
@@ -168,7 +161,7 @@ def org_list(request: HttpRequest, organization: str):
 
 @router.post("/organizations/{organization}/skills", response={201: OrganizationSkillDetail, 400: Error, 409: Error})
 def org_create(request: HttpRequest, organization: str, payload: SkillCreate):
-    org = _organization(request, organization)
+    org = access.visible_organization(request.user, organization)
     _require(request, org, "create")
     try:
         skill = services.organization_skill_create(
@@ -212,7 +205,7 @@ def org_delete(request: HttpRequest, organization: str, name: str):
 
 def _readable_for_acl(request: HttpRequest, organization: str, name: str) -> OrganizationSkill:
     """The ACL is part of the skill's administration: only those who may read every skill see it."""
-    org = _organization(request, organization)
+    org = access.visible_organization(request.user, organization)
     if not access.has_perm(request.user, org, READ):
         raise Http404("Not found.")
     skill = OrganizationSkill.objects.filter(organization=org, name=name).select_related("organization").first()

@@ -219,8 +219,8 @@ def personal_skill_delete(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _shared(request: HttpRequest, org: str, name: str) -> OrganizationSkill:
-    organization = access.orgs_visible_to(request.user).filter(name=org).first()
-    skill = selectors.skills_usable_by(request.user, organization).filter(name=name).first() if organization else None
+    organization = access.visible_organization(request.user, org)
+    skill = selectors.skills_usable_by(request.user, organization).filter(name=name).first()
     if skill is None:
         raise Http404("Not found.")
     return skill
@@ -254,9 +254,7 @@ def shared_skill_download(request: HttpRequest, org: str, name: str) -> HttpResp
 @login_required
 @require_GET
 def shared_skills_export(request: HttpRequest, org: str) -> HttpResponse:
-    organization = access.orgs_visible_to(request.user).filter(name=org).first()
-    if organization is None:
-        raise Http404("Not found.")
+    organization = access.visible_organization(request.user, org)
     return _zip(selectors.skills_usable_by(request.user, organization), f"{organization.name}-skills.zip")
 
 

@@ -4,15 +4,15 @@ pushes (HTMX polling of the ``#workspace-live`` partial)."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from organizations import access
+from organizations.views_common import confirm_and_perform
 
 from . import scanner, selectors, services
 from .forms import WorkspaceForm
@@ -123,17 +123,13 @@ def workspace_delete(request: HttpRequest, workspace_id: int) -> HttpResponse:
         resource_type="workspace",
         pk=workspace_id,
     )
-    if request.method == "POST":
-        services.workspace_delete(actor=request.user, workspace=ws)
-        messages.success(request, f"Workspace {ws.name} deleted.")
-        return redirect("workspaces")
-    return render(
+    return confirm_and_perform(
         request,
-        "organizations/confirm.html",
-        {
-            "title": f"Delete the workspace {ws.name}?",
-            "body": "Its snapshots are deleted and its agent token stops working. The files on disk are not touched.",
-            "action": "Delete workspace",
-            "cancel_url": reverse("workspace", args=[ws.pk]),
-        },
+        lambda: services.workspace_delete(actor=request.user, workspace=ws),
+        title=f"Delete the workspace {ws.name}?",
+        body="Its snapshots are deleted and its agent token stops working. The files on disk are not touched.",
+        button="Delete workspace",
+        done=f"Workspace {ws.name} deleted.",
+        success_url=reverse("workspaces"),
+        cancel_url=reverse("workspace", args=[ws.pk]),
     )
