@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 TOOLS_CACHE_SECONDS = 60
 FAILURE_CACHE_SECONDS = 15
 PURPOSE = "purpose"
+RECONNECT = "the MCP server needs you to reconnect your account"
 
 
 @dataclass
@@ -162,7 +163,7 @@ def mcp_tools(chat: Chat, context) -> list:
         elif server.auth_type == AuthType.USER_OIDC:
             bearer = oidc.access_token_for(chat.owner)  # None (password sign-in): sent without Authorization
         endpoint = _endpoint(chat, server, bearer)
-        discovered = discover(server, endpoint, chat.owner_id, after_401=_refreshed(chat, server))
+        discovered = discover(server, endpoint, chat.owner_id, after_401=_refreshed(chat, server, bearer))
         if not discovered:
             continue
         for remote in connect.filter_tools(server, discovered):
@@ -170,21 +171,24 @@ def mcp_tools(chat: Chat, context) -> list:
     return tools
 
 
-def _refreshed_bearer(chat: Chat, server: MCPServer) -> str | None:
-    """After a 401: the user's token refreshed now, or None when there is none to retry with."""
+def _refreshed_bearer(chat: Chat, server: MCPServer, rejected: str | None) -> str | None:
+    """After the server refused ``rejected`` with 401: a token to retry with (refreshed now, or already replaced by
+    another request), or None when there is none."""
+    if rejected is None:
+        return None  # nothing was sent: nothing to refresh (a password user of a user_oidc server)
     if server.auth_type == AuthType.OAUTH2:
-        return oauth_services.access_token_for(user=chat.owner, server=server, force_refresh=True)
+        return oauth_services.access_token_for(user=chat.owner, server=server, rejected=rejected)
     if server.auth_type == AuthType.USER_OIDC:
-        return oidc.access_token_for(chat.owner, force_refresh=True)
+        return oidc.access_token_for(chat.owner, rejected=rejected)
     return None
 
 
-def _refreshed(chat: Chat, server: MCPServer):
+def _refreshed(chat: Chat, server: MCPServer, rejected: str | None):
     if server.auth_type not in {AuthType.OAUTH2, AuthType.USER_OIDC}:
         return None
 
     def endpoint() -> client.Endpoint | None:
-        bearer = _refreshed_bearer(chat, server)
+        bearer = _refreshed_bearer(chat, server, rejected)
         return _endpoint(chat, server, bearer) if bearer else None
 
     return endpoint
@@ -210,26 +214,28 @@ def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: clie
 
     def handler(arguments: dict, call_id: str) -> ToolResult:
         forwarded = {k: v for k, v in arguments.items() if not (server.model_intent and k == PURPOSE)}
-        current = endpoint
+        current, bearer = endpoint, None
         if server.auth_type == AuthType.OAUTH2:
             # The token now (discovery may have refreshed it since this tool was listed).
             bearer = oauth_services.access_token_for(user=chat.owner, server=server)
             if bearer is None:
-                return ToolResult("the MCP server needs you to reconnect your account", is_error=True)
+                return ToolResult(RECONNECT, is_error=True)
             current = _endpoint(chat, server, bearer)
         elif server.auth_type == AuthType.USER_OIDC:
-            current = _endpoint(chat, server, oidc.access_token_for(chat.owner))  # refreshed when near expiry
+            bearer = oidc.access_token_for(chat.owner)  # refreshed when near expiry
+            current = _endpoint(chat, server, bearer)
         try:
             outcome = client.call_tool(current, remote.name, forwarded, tool_call_id=call_id)
         except client.MCPError as exc:
             if exc.status != 401 or server.auth_type not in {AuthType.OAUTH2, AuthType.USER_OIDC}:
                 return ToolResult(str(exc), is_error=True)
             # One bounded refresh and retry after a 401, with the same tool call id.
-            bearer = _refreshed_bearer(chat, server)
+            bearer = _refreshed_bearer(chat, server, bearer)
             if bearer is None:
-                if server.auth_type == AuthType.USER_OIDC:
-                    return ToolResult(str(exc), is_error=True)
-                return ToolResult("the MCP server needs you to reconnect your account", is_error=True)
+                must_reconnect = server.auth_type == AuthType.OAUTH2 and oauth_services.connection_state(
+                    chat.owner, server
+                ) in ("needs_reconnect", "not_connected")
+                return ToolResult(RECONNECT if must_reconnect else str(exc), is_error=True)
             try:
                 outcome = client.call_tool(
                     _endpoint(chat, server, bearer), remote.name, forwarded, tool_call_id=call_id

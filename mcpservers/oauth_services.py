@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 PENDING_SECONDS = 600
 REFRESH_MARGIN = timedelta(seconds=60)
 AHEAD_OF_EXPIRY = timedelta(minutes=5)
+FORCED_REFRESH_INTERVAL = 60  # seconds between refreshes forced by a server's 401, per connection
 
 
 @dataclass
@@ -178,16 +180,27 @@ def _refresh_locked(token: MCPUserToken, server: MCPServer, *, force: bool = Fal
     return token
 
 
-def access_token_for(*, user: User, server: MCPServer, force_refresh: bool = False) -> str | None:
-    """The user's access token for the server, refreshed first when expired or nearly so (or when forced after a
-    401). None when the user is not connected or must reconnect."""
+def access_token_for(*, user: User, server: MCPServer, rejected: str | None = None) -> str | None:
+    """The user's access token for the server, refreshed first when expired or nearly so. None when the user is not
+    connected or must reconnect.
+
+    ``rejected``: the token the server just refused with 401. It is refreshed whatever its expiry says, unless another
+    request already replaced it (then the new one is returned), and at most once a minute per connection (a server
+    that refuses every token gets None rather than a refresh per request)."""
     if server.auth_type != AuthType.OAUTH2:
         return None
     with transaction.atomic():
         token = MCPUserToken.objects.select_for_update().filter(server=server, user=user).first()
         if token is None or token.needs_reconnect:
             return None
-        token = _refresh_locked(token, server, force=force_refresh)
+        force = False
+        if rejected is not None:
+            if str(token.access_token) != rejected:
+                return str(token.access_token)  # someone else refreshed it meanwhile
+            if not cache.add(f"mcp-oauth2-forced-refresh:{token.pk}", 1, FORCED_REFRESH_INTERVAL):
+                return None
+            force = True
+        token = _refresh_locked(token, server, force=force)
         return str(token.access_token) if token else None
 
 

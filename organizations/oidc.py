@@ -26,6 +26,7 @@ from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.django_client import OAuth
 from django.conf import settings
 from django.contrib.auth import login
+from django.core.cache import cache
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -56,6 +57,8 @@ DEACTIVATED = "Your Switchboard account is deactivated. Ask an administrator."
 
 # Errors a provider exchange may raise: authlib's (state, provider error, token endpoint), the id_token checks, HTTP.
 PROTOCOL_ERRORS = (AuthlibBaseError, JoseError, requests.RequestException, ValueError, KeyError, RuntimeError)
+
+FORCED_REFRESH_INTERVAL = 60  # seconds between refreshes forced by a server's 401, per user
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, ...], Any] = {}
@@ -283,11 +286,14 @@ def _forget(stored: UserOIDCToken, reason: str) -> None:
     logger.warning("the OIDC tokens of user %s could not be refreshed (%s); they were deleted", user.pk, reason)
 
 
-def access_token_for(user: User | None, *, force_refresh: bool = False) -> str | None:
+def access_token_for(user: User | None, *, rejected: str | None = None) -> str | None:
     """The user's OIDC access token, refreshed first when it expires within a minute (one refresh at a time: the
     row is locked). None when the user has no token (signed in with a password) or it could not be refreshed.
-    ``force_refresh``: refresh whatever the expiry says (a server refused the token with 401); None when there is
-    nothing to refresh with."""
+
+    ``rejected``: the token a server just refused with 401. It is refreshed whatever its expiry says, unless another
+    request already replaced it (then the new one is returned), and at most once a minute per user (a server that
+    refuses every token gets None rather than a refresh per request). The stored tokens are deleted only when the
+    provider refuses the refresh token itself; a provider that cannot be reached leaves them for the next attempt."""
     if user is None or not getattr(user, "pk", None):
         return None
     with transaction.atomic():
@@ -295,10 +301,15 @@ def access_token_for(user: User | None, *, force_refresh: bool = False) -> str |
         if stored is None:
             return None
         fresh_enough = stored.expires_at is None or stored.expires_at - REFRESH_MARGIN > timezone.now()
-        if fresh_enough and not force_refresh:
+        if rejected is not None:
+            if str(stored.access_token) != rejected:
+                return str(stored.access_token)  # someone else refreshed it meanwhile
+            if not cache.add(f"oidc-forced-refresh:{user.pk}", 1, FORCED_REFRESH_INTERVAL):
+                return None  # refreshed after a refusal a moment ago: do not ask the provider again yet
+        elif fresh_enough:
             return str(stored.access_token)
         if not stored.refresh_token:
-            if force_refresh and fresh_enough:
+            if rejected is not None and fresh_enough:
                 return None  # refused, and nothing to refresh with: keep it (the sign-in may still be valid)
             _forget(stored, "no refresh token")
             return None
@@ -308,7 +319,11 @@ def access_token_for(user: User | None, *, force_refresh: bool = False) -> str |
         try:
             fresh = _client().fetch_access_token(grant_type="refresh_token", refresh_token=str(stored.refresh_token))
         except PROTOCOL_ERRORS as exc:
-            _forget(stored, _error_code(exc))
+            code = _error_code(exc)
+            if code == "invalid_grant":
+                _forget(stored, code)
+            else:
+                logger.warning("refreshing the OIDC tokens of user %s failed (%s); kept for a retry", user.pk, code)
             return None
         if not fresh.get("access_token"):
             _forget(stored, "no access token")

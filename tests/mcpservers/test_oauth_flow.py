@@ -863,6 +863,35 @@ def test_a_tool_call_gives_up_after_one_refresh(world, bob, authz, resource):
     assert authz.token_calls["refresh_token"] == 1  # one refresh, one retry, then the error
 
 
+def test_a_server_that_refuses_every_token_gets_one_refresh_a_minute_not_one_per_call(world, bob, authz, resource):
+    server = make_server(world, authz, resource.url)
+    connected(bob, server, authz)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "tracker__echo")
+    resource.gate.scopes = ["admin"]
+
+    results = [echo.handler({"text": "hi"}, f"call-{n}") for n in range(3)]
+
+    assert all(result.is_error for result in results)
+    assert authz.token_calls["refresh_token"] == 1
+    # Still connected: the server refused, the provider did not; the member is not told to reconnect.
+    assert oauth_services.connection_state(world.member, server) == "connected"
+    assert "reconnect" not in str(results[-1].content)
+
+
+def test_a_refused_token_that_another_request_already_replaced_is_not_refreshed_again(world, bob, authz, resource):
+    server = make_server(world, authz, resource.url)
+    token = connected(bob, server, authz)
+    old = str(token.access_token)
+    assert oauth_services.access_token_for(user=world.member, server=server, rejected=old) != old
+    authz.reset_records()
+
+    again = oauth_services.access_token_for(user=world.member, server=server, rejected=old)  # a late 401 for it
+
+    assert again == str(MCPUserToken.objects.get(pk=token.pk).access_token) != old
+    assert authz.token_calls["refresh_token"] == 0
+
+
 def test_a_chat_turn_whose_token_expired_at_the_provider_refreshes_and_answers(world, bob, authz, resource, send):
     server = make_server(world, authz, resource.url)
     token = connected(bob, server, authz)

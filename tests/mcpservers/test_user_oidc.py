@@ -19,7 +19,7 @@ from chats.models import Chat, ToolCall, TurnStatus
 from mcpservers import services as mcp_services
 from mcpservers.models import MCPServer
 from organizations import oidc
-from organizations.models import UserOIDCToken
+from organizations.models import AuditEvent, UserOIDCToken
 from tests.organizations.test_oidc import CLIENT_SECRET, SITE, configure, oidc_sign_in
 from tests.peers.mcp_servers import mcp_server_fixture  # noqa: F401  (registers ``mcp_server``)
 from tests.peers.oauth_server import OAuthPeer, oauth_server_fixture  # noqa: F401  (registers ``oauth_server``)
@@ -189,3 +189,62 @@ def test_a_password_user_refused_with_401_is_not_retried(world, idp):
 
     assert idp.token_calls["refresh_token"] == 0
     assert authorizations(resource) == [None]  # asked once, without a header, and not again
+
+
+def test_an_unreachable_provider_keeps_the_tokens_for_the_next_attempt(world, idp):
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    oidc_sign_in(Client(), idp)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    idp.expire_access_tokens()
+    idp.token_endpoint_status = 503
+
+    result = echo.handler({"text": "hi"}, "call-1")
+
+    assert result.is_error
+    assert UserOIDCToken.objects.filter(user=world.member).exists()  # kept: the provider may be back soon
+    assert not AuditEvent.objects.filter(action="auth.oidc_refresh_failed").exists()
+
+
+def test_a_refused_refresh_token_deletes_the_tokens(world, idp):
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    oidc_sign_in(Client(), idp)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    idp.revoke_all()  # the access token and the refresh token
+
+    assert echo.handler({"text": "hi"}, "call-1").is_error
+
+    assert not UserOIDCToken.objects.filter(user=world.member).exists()
+    assert AuditEvent.objects.filter(action="auth.oidc_refresh_failed", outcome="denied").count() == 1
+
+
+def test_a_server_that_refuses_every_token_gets_one_oidc_refresh_a_minute(world, idp):
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    oidc_sign_in(Client(), idp)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    resource.gate.scopes = ["admin"]  # no token of this provider will do from now on
+    idp.reset_records()
+
+    results = [echo.handler({"text": "hi"}, f"call-{n}") for n in range(3)]
+
+    assert all(result.is_error for result in results)
+    assert idp.token_calls["refresh_token"] == 1
+    assert UserOIDCToken.objects.filter(user=world.member).exists()
+
+
+def test_a_refused_oidc_token_already_replaced_is_returned_without_a_refresh(world, idp):
+    oidc_sign_in(Client(), idp)
+    stored = UserOIDCToken.objects.get(user=world.member)
+    old = str(stored.access_token)
+    assert oidc.access_token_for(world.member, rejected=old) != old
+    idp.reset_records()
+
+    again = oidc.access_token_for(world.member, rejected=old)
+
+    assert again == str(UserOIDCToken.objects.get(user=world.member).access_token) != old
+    assert idp.token_calls["refresh_token"] == 0
