@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import requests
+import urllib3
 from authlib.common.security import generate_token
 from authlib.integrations.base_client import OAuthError as AuthlibOAuthError
 from authlib.integrations.requests_client import OAuth2Session
@@ -615,7 +616,9 @@ def _read_capped(response: requests.Response, deadline: float) -> bytes:
     chunks: list[bytes] = []
     total = 0
     try:
-        for chunk in response.iter_content(CHUNK_BYTES):
+        # read1 answers with whatever has arrived, so a body trickled a byte at a time cannot outlast the deadline
+        # (iter_content would wait for a whole chunk).
+        while chunk := response.raw.read1(CHUNK_BYTES, decode_content=True):
             total += len(chunk)
             if total > MAX_RESPONSE_BYTES:
                 raise _HTTPFailure("response larger than 1 MiB")
@@ -624,7 +627,17 @@ def _read_capped(response: requests.Response, deadline: float) -> bytes:
             chunks.append(chunk)
     except requests.RequestException as error:
         raise _HTTPFailure(_requests_failure(error)) from None
+    except (urllib3.exceptions.HTTPError, OSError) as error:
+        raise _HTTPFailure(_urllib3_failure(error)) from None
     return b"".join(chunks)
+
+
+def _urllib3_failure(error: Exception) -> str:
+    if isinstance(error, urllib3.exceptions.ReadTimeoutError | TimeoutError):
+        return "timed out"
+    if isinstance(error, urllib3.exceptions.DecodeError):
+        return "the response could not be decoded"
+    return "the connection failed"
 
 
 def _requests_failure(error: requests.RequestException) -> str:

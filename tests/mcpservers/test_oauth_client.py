@@ -1252,3 +1252,45 @@ def test_discovery_as_a_whole_ends_at_its_deadline(stubs, monkeypatch):
     assert len(peer.seen()) == 2
     assert caught.value.detail == "gave up after 0.6 s"
     assert caught.value.message == oauth.DISCOVERY_FAILED
+
+
+def test_a_body_trickled_a_byte_at_a_time_cannot_outlast_the_deadline(monkeypatch):
+    monkeypatch.setattr(oauth, "TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr(oauth, "DISCOVERY_DEADLINE_SECONDS", 1.0)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    sent: list[int] = []
+
+    def trickle() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                count = 0
+                try:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+                    for _ in range(1000):
+                        conn.sendall(b" ")
+                        count += 1
+                        time.sleep(0.05)
+                except OSError:
+                    pass
+                sent.append(count)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    try:
+        with pytest.raises(OAuthError) as caught:
+            discover(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    finally:
+        listener.close()
+
+    assert caught.value.detail == "gave up after 1 s"
+    waited = time.monotonic() + 5
+    while not sent and time.monotonic() < waited:  # the peer notices the closed connection at its next send
+        time.sleep(0.05)
+    # 1 s of a byte every 50 ms is about 20 bytes; iter_content would have waited for all 1000 (50 s).
+    assert sent and max(sent) < 200
