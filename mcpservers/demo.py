@@ -14,7 +14,6 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 
 from . import services
-from .demo_auth_server import DEMO_CLIENT_ID, DEMO_SCOPE, MCP_PATH
 from .models import AuthType, Availability, MCPServer, Transport
 
 ORGANIZATION = "acme"
@@ -40,6 +39,10 @@ def demo_oauth_port() -> int:
 
 
 def seed(sender, organizations, people, **kwargs) -> None:
+    # Imported here, not at the top: the app's ready() imports this module in every process, and the demo
+    # authorization server (authlib's server core, Starlette, the MCP SDK's server) has no business in production ones.
+    from .demo_auth_server import DEMO_CLIENT_ID, DEMO_SCOPE, MCP_PATH
+
     organization = organizations.get(ORGANIZATION)
     if organization is None:
         return

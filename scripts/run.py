@@ -21,7 +21,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,9 +157,27 @@ class Supervisor:
         return 0
 
 
-def main() -> int:
-    os.chdir(ROOT)
-    env = dict(os.environ)
+class Refused(Exception):
+    """The environment cannot be run as it is: ``str(exc)`` says why, ``exit_code`` is what the script exits with."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Ports(NamedTuple):
+    web: int
+    demo_mcp: int
+    demo_oauth: int
+
+
+def prepare_env(environ: Mapping[str, str]) -> tuple[dict[str, str], Ports]:
+    """The children's environment and the ports to listen on, from ``environ`` (which is left unchanged).
+
+    Raises ``Refused`` (exit code 2 for a bad value, 1 for a port already in use) before anything has started.
+    The checks probe the ports on HOST, so a port that is free now may still be taken before a child binds it.
+    """
+    env = dict(environ)
     env.setdefault("DEBUG", "true")
     env["DJANGO_SETTINGS_MODULE"] = "project.settings"
     env["PYTHONUNBUFFERED"] = "1"
@@ -165,11 +185,11 @@ def main() -> int:
     try:
         port = int(env.get("PORT", "8000"))
     except ValueError:
-        say(f"PORT must be a number, not {env['PORT']!r}")
-        return 2
+        raise Refused(f"PORT must be a number, not {env['PORT']!r}", 2) from None
+    if not 0 < port < 65536:
+        raise Refused(f"PORT must be a port number (1 to 65535), not {env['PORT']!r}", 2)
     if port_in_use(port):
-        say(f"port {port} on {HOST} is already in use; stop what is running there or set PORT=...")
-        return 1
+        raise Refused(f"port {port} on {HOST} is already in use; stop what is running there or set PORT=...", 1)
     # Absolute links (the OAuth2 callback an MCP provider sends the browser back to) point at this server.
     env.setdefault("SITE_URL", f"http://{HOST}:{port}")
     demo_ports: dict[str, int] = {}
@@ -179,20 +199,29 @@ def main() -> int:
     ):
         text = env.get(variable, "").strip() or str(default)
         if not text.isdigit() or not 0 < int(text) < 65536:
-            say(f"{variable} must be a port number, not {text!r}")
-            return 2
+            raise Refused(f"{variable} must be a port number, not {text!r}", 2)
         value = int(text)
         taken = {"PORT": port, **demo_ports}
         for other, other_value in taken.items():
             if other_value == value:
-                say(f"{variable} and {other} are both {value}; give {what} another port")
-                return 2
+                raise Refused(f"{variable} and {other} are both {value}; give {what} another port", 2)
         if port_in_use(value):
-            say(f"port {value} on {HOST} ({what}) is already in use; stop what is running there or set {variable}=...")
-            return 1
+            raise Refused(
+                f"port {value} on {HOST} ({what}) is already in use; stop what is running there or set {variable}=...",
+                1,
+            )
         demo_ports[variable] = value
         env[variable] = str(value)  # seed_demo registers this port; the server started below listens on it
-    demo_port, oauth_port = demo_ports["DEMO_MCP_PORT"], demo_ports["DEMO_OAUTH_PORT"]
+    return env, Ports(port, demo_ports["DEMO_MCP_PORT"], demo_ports["DEMO_OAUTH_PORT"])
+
+
+def main() -> int:
+    os.chdir(ROOT)
+    try:
+        env, (port, demo_port, oauth_port) = prepare_env(os.environ)
+    except Refused as refusal:
+        say(str(refusal))
+        return refusal.exit_code
 
     supervisor = Supervisor(env)
     signal.signal(signal.SIGINT, supervisor.on_signal)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -16,11 +17,14 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from mcpservers.client import Endpoint, MCPError, ToolOutcome, call_tool, list_tools
 from mcpservers.models import AuthType, Availability, MCPServer, Transport
 from organizations import acl
+from organizations.models import Organization
 from tests.peers.mcp_servers import unused_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,6 +272,32 @@ def test_it_does_not_import_django():
     assert result.stdout.strip() == "False"
 
 
+def test_a_production_process_does_not_load_the_demo_authorization_server(tmp_path):
+    # The app's ready() imports mcpservers.demo (the seed_demo receiver); the demo OAuth provider behind it is
+    # imported only when seed_demo runs.
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_VERSION"}
+    env.update(
+        DEBUG="false",
+        SECRET_KEY="x" * 20 + "-production-secret-key-for-the-import-check-0123456789",
+        FIELD_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
+        SWITCHBOARD_VAR_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="project.settings",
+    )
+    code = "import sys, django; django.setup(); print(*(m in sys.modules for m in sys.argv[1:]))"
+    # Our own fixed command line.
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", code, "mcpservers.demo", "mcpservers.demo_auth_server"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False"]
+
+
 # The seed -----------------------------------------------------------------------------------------------------
 
 
@@ -316,3 +346,110 @@ def test_it_keeps_an_existing_demo_tools_server(monkeypatch):
     server.refresh_from_db()
     assert (server.enabled, server.url) == (False, "http://127.0.0.1:9999/mcp")  # an admin's changes stay
     assert MCPServer.objects.filter(slug="demo-tools").count() == 1
+
+
+DEMO_OAUTH_FIELDS = {
+    "display_name": "Demo tools (OAuth)",
+    "transport": Transport.STREAMABLE_HTTP,
+    "enabled": True,
+    "availability": Availability.DEFAULT_OFF,
+    "auth_type": AuthType.OAUTH2,
+    "oauth2_client_id": "switchboard-demo",
+    "oauth2_scopes": "tools",
+    "icon_url": "🔐",
+}
+
+
+@pytest.mark.django_db
+def test_it_registers_the_demo_oauth_server_in_acme_once(monkeypatch):
+    monkeypatch.setenv("DEMO_OAUTH_PORT", "8798")
+
+    call_command("seed_demo", stdout=StringIO())
+    call_command("seed_demo", stdout=StringIO())
+
+    servers = MCPServer.objects.filter(slug="demo-tools-oauth")
+    assert servers.count() == 1
+    server = servers.get()
+    assert server.organization.name == "acme"
+    assert {name: getattr(server, name) for name in DEMO_OAUTH_FIELDS} == DEMO_OAUTH_FIELDS
+    assert server.url == "http://127.0.0.1:8798/mcp"
+    # Configured by hand, not discovered: the endpoints are stored, and a public client has no secret.
+    assert (server.oauth2_auth_url, server.oauth2_token_url, server.oauth2_revocation_url) == (
+        "http://127.0.0.1:8798/authorize",
+        "http://127.0.0.1:8798/token",
+        "http://127.0.0.1:8798/revoke",
+    )
+    assert server.has_oauth2_secret is False
+    assert "make run" in server.description and "http://127.0.0.1:8798" in server.description
+    entries = acl.entries([server], "use_mcpserver")[server.pk]
+    assert [(entry.kind, entry.name) for entry in entries] == [("group", "Everyone")]
+
+
+@pytest.mark.django_db
+def test_it_uses_port_8766_without_demo_oauth_port(monkeypatch):
+    monkeypatch.delenv("DEMO_OAUTH_PORT", raising=False)
+
+    call_command("seed_demo", stdout=StringIO())
+
+    server = MCPServer.objects.get(slug="demo-tools-oauth")
+    assert server.url == "http://127.0.0.1:8766/mcp"
+    assert server.oauth2_token_url == "http://127.0.0.1:8766/token"
+
+
+@pytest.mark.django_db
+def test_the_two_demo_servers_use_their_own_ports(monkeypatch):
+    monkeypatch.setenv("DEMO_MCP_PORT", "8797")
+    monkeypatch.setenv("DEMO_OAUTH_PORT", "8796")
+
+    call_command("seed_demo", stdout=StringIO())
+
+    assert MCPServer.objects.get(slug="demo-tools").url == "http://127.0.0.1:8797/mcp"
+    assert MCPServer.objects.get(slug="demo-tools-oauth").url == "http://127.0.0.1:8796/mcp"
+
+
+@pytest.mark.django_db
+def test_it_keeps_an_existing_demo_oauth_server(monkeypatch):
+    monkeypatch.setenv("DEMO_OAUTH_PORT", "8798")
+    call_command("seed_demo", stdout=StringIO())
+    server = MCPServer.objects.get(slug="demo-tools-oauth")
+    MCPServer.objects.filter(pk=server.pk).update(
+        enabled=False,
+        availability=Availability.FORCE_ON,
+        url="http://127.0.0.1:9999/mcp",
+        oauth2_client_id="changed-by-an-admin",
+        oauth2_token_url="http://127.0.0.1:9999/token",
+    )
+    monkeypatch.setenv("DEMO_OAUTH_PORT", "8800")
+
+    call_command("seed_demo", stdout=StringIO())
+
+    server.refresh_from_db()
+    assert (
+        server.enabled,
+        server.availability,
+        server.url,
+        server.oauth2_client_id,
+        server.oauth2_token_url,
+    ) == (
+        False,
+        Availability.FORCE_ON,
+        "http://127.0.0.1:9999/mcp",
+        "changed-by-an-admin",
+        "http://127.0.0.1:9999/token",
+    )
+    assert MCPServer.objects.filter(slug="demo-tools-oauth").count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("variable", ["DEMO_MCP_PORT", "DEMO_OAUTH_PORT"])
+@pytest.mark.parametrize("value", ["abc", "0", "70000", "-1", "8766.0"])
+def test_it_refuses_a_demo_port_that_is_not_a_port_number(monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
+
+    with pytest.raises(ImproperlyConfigured) as raised:
+        call_command("seed_demo", stdout=StringIO())
+
+    assert str(raised.value) == f"{variable} must be a port number (1 to 65535), not {value!r}"
+    # seed_demo runs in one transaction: nothing of the demo is left half-seeded.
+    assert not MCPServer.objects.filter(slug__in=["demo-tools", "demo-tools-oauth"]).exists()
+    assert not Organization.objects.filter(name="acme").exists()
