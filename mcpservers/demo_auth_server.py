@@ -1354,7 +1354,7 @@ async def _read(request: Request) -> _HttpRequest:
     data = None
     if content_type == "application/x-www-form-urlencoded":
         form = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
-    elif content_type == "application/json" or (body[:1] in (b"{", b"[")):
+    elif content_type == "application/json":  # not sniffed: a page elsewhere can POST text/plain without asking
         try:
             data = json.loads(body)
         except ValueError:
@@ -1474,6 +1474,7 @@ def build_demo(base_url: str) -> tuple[AuthServer, Callable]:
     server = AuthServer(
         consent=True,
         keep_records=False,
+        registration=False,  # its one client is registered here; open registration would let anyone add one
         logged_in_user=None,
         access_token_lifetime=DEMO_ACCESS_TOKEN_LIFETIME,
         scopes_supported=[DEMO_SCOPE, "openid", "profile", "email"],

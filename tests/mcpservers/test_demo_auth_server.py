@@ -628,3 +628,16 @@ def test_it_refuses_an_expired_token(demo):
     demo.server.expire_access_tokens(token)
 
     assert post_mcp(demo.mcp_url, token=token).status_code == 401
+
+
+def test_it_registers_no_other_client(demo):
+    metadata = requests.get(demo.base_url + "/.well-known/oauth-authorization-server", timeout=HTTP_TIMEOUT).json()
+
+    response = requests.post(
+        demo.base_url + "/register",
+        json={"client_name": "Switchboard", "redirect_uris": ["https://evil.example/cb"]},
+        timeout=HTTP_TIMEOUT,
+    )
+
+    assert "registration_endpoint" not in metadata
+    assert response.status_code == 404
