@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -220,30 +221,78 @@ def _sanitize_skills(resources: list[dict]) -> list[dict]:
 
 
 REDACTED = "[redacted]"
+_AUTHORITY = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?P<netloc>[^/?#]*)")  # where urlsplit finds the netloc
+
+
+def _redact_arg(arg: object) -> object:
+    """A flag keeps its name and loses what follows "="; anything else may be a value, so it goes."""
+    if isinstance(arg, str) and arg.startswith("-"):
+        flag, equals, _ = arg.partition("=")
+        return f"{flag}={REDACTED}" if equals else arg
+    return REDACTED
+
+
+def _redact_url(url: object) -> object:
+    """Scheme, host, port and path of a URL; userinfo and query become "[redacted]", the fragment goes. Anything
+    that is not a string, cannot be parsed or names no host is redacted whole."""
+    if not isinstance(url, str):
+        return REDACTED
+    # Userinfo is cut off before parsing: it may hold anything, such as the brackets of a "[redacted]" marker that
+    # urlsplit would take for an IPv6 address and refuse, which would make redacting twice lose the host.
+    authority = _AUTHORITY.match(url)
+    userinfo = authority is not None and "@" in authority["netloc"]
+    if userinfo:
+        url = url[: authority.start("netloc")] + authority["netloc"].rsplit("@", 1)[1] + url[authority.end("netloc") :]
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    if not parts.netloc or "@" in parts.netloc:  # no host, or userinfo this did not find: keep nothing of it
+        return REDACTED
+    netloc = f"{REDACTED}@{parts.netloc}" if userinfo else parts.netloc
+    return urlunsplit((parts.scheme, netloc, parts.path, REDACTED if parts.query else "", ""))
+
+
+MCP_CONFIG_KEPT = frozenset({"type", "command", "args", "env", "url", "headers"})  # values redacted by the rules below
 
 
 def _redact_mcp(mcp: object) -> object:
-    """A ``.mcp.json`` server entry without what may be secret: ``env`` and ``headers`` keep their names, not their
-    values, and a password in the URL goes. Nothing here connects to workspace servers yet; when something does, it
-    must read the values from the workspace, not from the database."""
-    if not isinstance(mcp, dict) or not isinstance(mcp.get("config"), dict):
+    """A ``.mcp.json`` server entry (``{"name", "transport", "config", "connect"}``, ``config`` being the raw entry)
+    without what may be secret, before it is stored:
+
+    - ``env`` and ``headers`` keep their names, not their values; either one, when present but not an object, is
+      redacted whole;
+    - ``args`` keep flag names (an argument starting with "-") but not what follows "=" in them
+      (``--token=abc`` → ``--token=[redacted]``); every other argument, and anything not a string, is redacted;
+      ``args`` that are not a list are redacted whole;
+    - ``url`` keeps scheme, host, port and path; any userinfo becomes ``[redacted]@``, a query ``?[redacted]``, the
+      fragment goes; a URL that is not a string, cannot be parsed or names no host is redacted whole;
+    - a ``config`` that is not an object (an invalid entry) is redacted whole.
+
+    - keys other than those (and ``command``, ``type``) keep their name only: their value is redacted.
+
+    ``command`` and ``type`` stay as they are. Redacting twice gives the same result as redacting once.
+    Migration ``workspaces.0002_redact_mcp_secrets`` applied a frozen copy of these rules to rows stored before them;
+    leave that copy alone, and when the rules tighten, add a data migration that applies them to stored rows.
+    Nothing here connects to workspace servers yet; when something does, it must read the values from the
+    workspace, not from the database."""
+    if not isinstance(mcp, dict) or "config" not in mcp:
         return mcp
+    if not isinstance(mcp["config"], dict):
+        return {**mcp, "config": REDACTED}
     config = dict(mcp["config"])
     for key in ("env", "headers"):
-        if isinstance(config.get(key), dict):
-            config[key] = dict.fromkeys(config[key], REDACTED)
-    url = config.get("url")
-    if isinstance(url, str):
-        try:
-            parts = urlsplit(url)
-            password = parts.password
-        except ValueError:  # not a URL Switchboard could use: keep nothing of it
-            config["url"] = REDACTED
-        else:
-            netloc = parts.netloc
-            if password is not None:
-                netloc = f"{parts.username}:{REDACTED}@{netloc.rsplit('@', 1)[1]}"
-            config["url"] = urlunsplit((parts.scheme, netloc, parts.path, REDACTED if parts.query else "", ""))
+        if key in config:
+            value = config[key]
+            config[key] = dict.fromkeys(value, REDACTED) if isinstance(value, dict) else REDACTED
+    if "args" in config:
+        args = config["args"]
+        config["args"] = [_redact_arg(arg) for arg in args] if isinstance(args, list) else REDACTED
+    if "url" in config:
+        config["url"] = _redact_url(config["url"])
+    for key in config:
+        if key not in MCP_CONFIG_KEPT:
+            config[key] = REDACTED
     return {**mcp, "config": config}
 
 

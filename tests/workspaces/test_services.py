@@ -3,12 +3,16 @@ through an agent that is not there."""
 
 from __future__ import annotations
 
+import importlib
+import json
+
 import pytest
+from django.apps import apps as django_apps
 from django.utils import timezone
 
 from organizations.models import AuditEvent, hash_token
 from workspaces import scanner, services
-from workspaces.models import ContentBlob, ContextSnapshot, Workspace
+from workspaces.models import ContentBlob, ContextSnapshot, SnapshotResource, Workspace
 
 
 def make_tree(tmp_path, *, agents="Be kind.", skills=("hello",), mcp=None):
@@ -164,19 +168,160 @@ def test_the_server_does_not_trust_skill_names_from_the_agent(workspace):
     assert statuses[2] == ("shadowed", "shadowed by /w/b")
 
 
+def stored_mcp_configs(snapshot):
+    return {r.name: r.data["mcp"]["config"] for r in snapshot.resources.filter(kind="mcp_server")}
+
+
 def test_secrets_of_mcp_json_entries_are_not_stored(workspace, tmp_path):
     mcp = """{"mcpServers": {
         "local": {"command": "run-it", "args": ["--x"], "env": {"API_KEY": "env-s3cret-value"}},
-        "remote": {"url": "https://bot:url-s3cret-pw@tools.example/mcp?token=query-s3cret", "headers":
+        "remote": {"url": "https://bot:url-s3cret-pw@tools.example/mcp?token=query-s3cret#frag-s3cret", "headers":
             {"Authorization": "Bearer header-s3cret-value"}}
     }}"""
     snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
 
-    stored = {r.name: r.data["mcp"]["config"] for r in snapshot.resources.filter(kind="mcp_server")}
+    stored = stored_mcp_configs(snapshot)
     assert stored["local"] == {"command": "run-it", "args": ["--x"], "env": {"API_KEY": "[redacted]"}}
     assert stored["remote"] == {
-        "url": "https://bot:[redacted]@tools.example/mcp?[redacted]",
+        "url": "https://[redacted]@tools.example/mcp?[redacted]",
         "headers": {"Authorization": "[redacted]"},
     }
     rows = str(list(snapshot.resources.values_list("data", flat=True)))
     assert "s3cret" not in rows
+
+
+@pytest.mark.parametrize(
+    ("url", "stored"),
+    [
+        ("https://ghp_s3cret123@github.com/mcp", "https://[redacted]@github.com/mcp"),
+        ("https://ghp_s3cret123:@github.com:8443/mcp", "https://[redacted]@github.com:8443/mcp"),
+        ("https://u:pw[s3cret@github.com/mcp", "https://[redacted]@github.com/mcp"),  # brackets urlsplit refuses
+        ("https://github.com/mcp", "https://github.com/mcp"),
+        ("ghp_s3cret123@github.com/mcp", "[redacted]"),  # no scheme, so no host: the secret would sit in the path
+    ],
+)
+def test_a_credential_in_the_url_username_alone_is_not_stored(workspace, tmp_path, url, stored):
+    mcp = json.dumps({"mcpServers": {"gh": {"type": "http", "url": url}}})
+    snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
+    assert stored_mcp_configs(snapshot)["gh"] == {"type": "http", "url": stored}
+
+
+def test_argument_values_are_not_stored_but_flag_names_are(workspace, tmp_path):
+    args = ["-y", "--api-key", "sk-s3cret-key", "--token=tok-s3cret", "--verbose", "server-s3cret.js"]
+    mcp = json.dumps(
+        {
+            "mcpServers": {
+                "local": {"command": "npx", "args": args},
+                "odd": {"command": "run-it", "args": ["--port", 8080, {"key": "obj-s3cret"}, None]},
+            }
+        }
+    )
+    snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
+
+    stored = stored_mcp_configs(snapshot)
+    assert stored["local"] == {
+        "command": "npx",
+        "args": ["-y", "--api-key", "[redacted]", "--token=[redacted]", "--verbose", "[redacted]"],
+    }
+    # The scanner marks this entry invalid (args must be strings) but it is still stored, so it is redacted too.
+    assert stored["odd"] == {"command": "run-it", "args": ["--port", "[redacted]", "[redacted]", "[redacted]"]}
+    assert "s3cret" not in str(list(snapshot.resources.values_list("data", flat=True)))
+
+
+def test_invalid_entries_with_secrets_in_odd_places_are_redacted_whole(workspace, tmp_path):
+    mcp = json.dumps(
+        {
+            "mcpServers": {
+                "env-string": {"command": "run-it", "env": "API_KEY=env-s3cret", "args": "--token tok-s3cret"},
+                "env-list": {"command": "run-it", "env": ["API_KEY=env-s3cret"]},
+                "headers-string": {"url": "https://tools.example/mcp", "headers": "Bearer header-s3cret"},
+                "url-list": {"type": "http", "url": ["https://bot:url-s3cret@tools.example/mcp"]},
+                "not-an-object": "https://bot:entry-s3cret@tools.example/mcp",
+            }
+        }
+    )
+    snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
+
+    stored = stored_mcp_configs(snapshot)
+    assert stored == {
+        "env-string": {"command": "run-it", "env": "[redacted]", "args": "[redacted]"},
+        "env-list": {"command": "run-it", "env": "[redacted]"},
+        "headers-string": {"url": "https://tools.example/mcp", "headers": "[redacted]"},
+        "url-list": {"type": "http", "url": "[redacted]"},
+        "not-an-object": "[redacted]",
+    }
+    assert set(snapshot.resources.filter(kind="mcp_server").values_list("status", flat=True)) == {"invalid"}
+    assert "s3cret" not in str(list(snapshot.resources.values_list("data", flat=True)))
+
+
+def test_the_data_migration_redacts_rows_stored_before_the_redaction(workspace, monkeypatch, django_assert_num_queries):
+    """Rows written straight through the ORM, as rows stored before the redaction existed were, are redacted by
+    the data migration; already-redacted rows and other kinds are not written."""
+    migration = importlib.import_module("workspaces.migrations.0002_redact_mcp_secrets")
+    monkeypatch.setattr(migration, "BATCH_SIZE", 2)  # several rows per batch, and a last partial batch
+    snapshot = ContextSnapshot.objects.create(workspace=workspace, version=1, content_hash="c", context_hash="x")
+
+    def row(position, kind, data):
+        return SnapshotResource.objects.create(
+            snapshot=snapshot, position=position, kind=kind, root="/w", root_kind="workdir", path="/w/.mcp.json",
+            rel_path=".mcp.json", status="ok", data=data,
+        )  # fmt: skip
+
+    def entry(name, config):
+        return {"mcp": {"name": name, "transport": "stdio", "config": config, "connect": True}}
+
+    plaintext = {
+        "command": "run-it",
+        "args": ["--api-key", "sk-s3cret", "--token=tok-s3cret"],
+        "env": {"API_KEY": "env-s3cret"},
+        "headers": "Bearer header-s3cret",
+        "url": "https://ghp_s3cret@github.com/mcp?token=query-s3cret",
+    }
+    redacted = {
+        "command": "run-it",
+        "args": ["--api-key", "[redacted]", "--token=[redacted]"],
+        "env": {"API_KEY": "[redacted]"},
+        "headers": "[redacted]",
+        "url": "https://[redacted]@github.com/mcp?[redacted]",
+    }
+    leaking = [row(position, "mcp_server", entry(f"s{position}", plaintext)) for position in range(5)]
+    invalid = row(5, "mcp_server", entry("bad", "https://bot:entry-s3cret@tools.example/mcp"))
+    clean = row(6, "mcp_server", entry("clean", redacted))
+    skill = row(7, "skill", {"skill": {"name": "hello", "description": "Says hello."}})
+    # As the first version of the redaction stored it: the URL username and the argument values were kept.
+    first_version = {**plaintext, "env": {"API_KEY": "[redacted]"}, "headers": {"Authorization": "[redacted]"}}
+    first_version["url"] = "https://bot:[redacted]@github.com/mcp?[redacted]"
+    first = row(8, "mcp_server", entry("first", first_version))
+
+    # One read, then only the seven changed rows are written, two per batch: four updates. Run again, it only reads.
+    with django_assert_num_queries(5):
+        migration.redact_stored_mcp_entries(django_apps, None)
+    with django_assert_num_queries(1):
+        migration.redact_stored_mcp_entries(django_apps, None)
+
+    for resource in leaking:
+        resource.refresh_from_db()
+        assert resource.data == entry(resource.data["mcp"]["name"], redacted)
+    invalid.refresh_from_db()
+    assert invalid.data == entry("bad", "[redacted]")
+    first.refresh_from_db()
+    assert first.data == entry("first", {**redacted, "headers": {"Authorization": "[redacted]"}})
+    clean.refresh_from_db()
+    skill.refresh_from_db()
+    assert clean.data == entry("clean", redacted)
+    assert skill.data == {"skill": {"name": "hello", "description": "Says hello."}}
+    assert "s3cret" not in str(list(SnapshotResource.objects.filter(kind="mcp_server").values_list("data", flat=True)))
+
+
+def test_unknown_keys_of_an_mcp_json_entry_keep_their_name_only(workspace, tmp_path):
+    mcp = """{"mcpServers": {"remote": {"url": "https://tools.example/mcp", "type": "http",
+        "oauth": {"clientSecret": "unknown-s3cret"}, "headersHelper": "print-s3cret"}}}"""
+    snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
+
+    [row] = snapshot.resources.filter(kind="mcp_server")
+    assert row.data["mcp"]["config"] == {
+        "url": "https://tools.example/mcp",
+        "type": "http",
+        "oauth": "[redacted]",
+        "headersHelper": "[redacted]",
+    }
