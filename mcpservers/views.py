@@ -166,6 +166,9 @@ def server_delete(request: HttpRequest, server_id: int) -> HttpResponse:
     )
 
 
+MAX_TOOLS_SHOWN = 500  # a Test connection page lists at most this many of a server's tools
+
+
 @login_required
 @require_POST
 def server_test(request: HttpRequest, server_id: int) -> HttpResponse:
@@ -174,12 +177,21 @@ def server_test(request: HttpRequest, server_id: int) -> HttpResponse:
     server = _server(request, server_id)
     _require(request, server.organization, "update", server, "test_connection")
     started = time.monotonic()
+    listed: list[client.RemoteTool] = []
+
+    def keep(tool: client.RemoteTool) -> bool:  # as chats choose: the lists first, then the 64-tool cap
+        listed.append(tool)
+        return connect.tool_allowed(server, tool.name)
+
     try:
-        tools = client.list_tools(connect.endpoint_for(server, connect_timeout=10.0))
+        offered = client.list_tools(connect.endpoint_for(server, connect_timeout=10.0), keep=keep)
         result = {
             "ok": True,
-            "tools": tools,
-            "offered": {t.name for t in connect.filter_tools(server, tools)},
+            "tools": listed[:MAX_TOOLS_SHOWN],
+            "listed": len(listed),
+            "offered": {t.name for t in offered},
+            "allowed": {t.name for t in listed if connect.tool_allowed(server, t.name)},
+            "capped": len(offered) >= client.MAX_TOOLS,
         }
     except client.MCPError as exc:
         result = {"ok": False, "error": str(exc)}

@@ -90,6 +90,29 @@ def test_test_connection_lists_the_tools_and_applies_the_lists(world, client_for
     assert SECRET not in body
 
 
+def test_test_connection_shows_which_tools_chats_offer_with_the_64_tool_limit(world, client_for, mcp_server):
+    peer = mcp_server(extra_tools=70)  # echo, add, big, slow, fail, tool_000 … tool_069: 75 tools
+    server = add(world, url=peer.url, tool_deny_list=["echo"])
+
+    body = client_for("org_admin").post(url("mcp-server-test", server.pk)).content.decode()
+
+    assert "75 tools found, 64 offered in chats." in body
+    assert "Chats offer at most 64 tools of one server" in body
+    assert body.count('aria-label="No, by the allow or deny list"') == 1  # echo
+    assert body.count('aria-label="No, past the 64-tool limit"') == 10  # tool_060 … tool_069 (the lists kept 74)
+    assert "peer__tool_069" in body
+
+
+def test_test_connection_offers_an_allowed_tool_listed_late(world, client_for, mcp_server):
+    peer = mcp_server(extra_tools=70)
+    server = add(world, url=peer.url, tool_allow_list=["tool_069"])
+
+    body = client_for("org_admin").post(url("mcp-server-test", server.pk)).content.decode()
+
+    assert "75 tools found, 1 offered in chats." in body
+    assert body.count('aria-label="Yes"') == 1 and "Chats offer at most 64" not in body
+
+
 def test_test_connection_reports_a_refusal_without_secrets(world, client_for, mcp_server):
     peer = mcp_server(require_header=("X-Api-Key", SECRET))
     server = add(world, url=peer.url, auth_type="api_key", api_key_header="X-Api-Key", api_key_value="wrong-key")
