@@ -41,46 +41,61 @@
     if (event.target.matches && event.target.matches("select[data-auth-select]")) showAuthGroup(event.target);
   });
 
-  // OAuth2 Connect opens a popup; when it reports back (same origin only), show the new state.
+  // OAuth2 Connect opens a popup; when it reports back (same origin only), the page reloads to show the new state.
+  // What the member had not sent or saved survives the reload: a chat's Tools choices (and the picker stays open),
+  // the composer's text, and the focus, which returns to the server that was connected.
+  var DRAFT = "chat-draft:" + window.location.pathname;
+  var connecting = null;
   document.addEventListener("click", function (event) {
     var link = event.target.closest("a[data-oauth-popup]");
     if (!link) return;
+    connecting = link.getAttribute("data-server-id");
     var popup = window.open(link.href, "mcp-oauth2", "popup,width=520,height=680");
     if (popup) event.preventDefault();
   });
-  // The page reloads to show the new state; a chat's unsaved Tools choices survive it (and the picker stays open).
-  var PICKER_DRAFT = "mcp-picker-draft:" + window.location.pathname;
   window.addEventListener("message", function (event) {
     if (event.origin !== window.location.origin) return;
     if (!event.data || event.data.type !== "mcp-oauth2-complete") return;
     var picker = document.getElementById("mcp-picker");
+    var composer = document.getElementById("composer-input");
+    var draft = { focus: connecting || String(event.data.serverID || "") };
     if (picker && picker.tagName === "DETAILS") {
-      var checked = [];
+      draft.open = picker.open;
+      draft.checked = [];
       picker.querySelectorAll("input[name=servers]:checked").forEach(function (box) {
-        checked.push(box.value);
+        draft.checked.push(box.value);
       });
-      try {
-        sessionStorage.setItem(PICKER_DRAFT, JSON.stringify({ checked: checked, open: picker.open }));
-      } catch (error) {
-        // Storage unavailable: the reload shows the saved choices.
-      }
+    }
+    if (composer && composer.value) draft.composer = composer.value;
+    try {
+      sessionStorage.setItem(DRAFT, JSON.stringify(draft));
+    } catch (error) {
+      // Storage unavailable: the reload shows what was saved.
     }
     window.location.reload();
   });
   onReady(function () {
     var draft = null;
     try {
-      draft = JSON.parse(sessionStorage.getItem(PICKER_DRAFT) || "null");
-      sessionStorage.removeItem(PICKER_DRAFT);
+      draft = JSON.parse(sessionStorage.getItem(DRAFT) || "null");
+      sessionStorage.removeItem(DRAFT);
     } catch (error) {
       draft = null;
     }
+    if (!draft) return;
     var picker = document.getElementById("mcp-picker");
-    if (!draft || !picker || picker.tagName !== "DETAILS") return;
-    picker.querySelectorAll("input[name=servers]").forEach(function (box) {
-      if (!box.disabled) box.checked = draft.checked.indexOf(box.value) !== -1;
-    });
-    picker.open = Boolean(draft.open);
+    var focusBox = null;
+    if (picker && picker.tagName === "DETAILS" && draft.checked) {
+      picker.querySelectorAll("input[name=servers]").forEach(function (box) {
+        if (!box.disabled) box.checked = draft.checked.indexOf(box.value) !== -1;
+        if (box.value === draft.focus) focusBox = box;
+      });
+      picker.open = Boolean(draft.open) || Boolean(focusBox);
+    }
+    var composer = document.getElementById("composer-input");
+    if (composer && draft.composer && !composer.value) composer.value = draft.composer;
+    if (focusBox) focusBox.focus();
+    else if (composer) composer.focus();
   });
 
   // Read-only views fetched by htmx into #dialog-slot open as a modal dialog; closing it returns focus to the link.

@@ -134,7 +134,9 @@ def test_it_lets_an_admin_add_test_and_share_an_mcp_server(browsing, live_world,
     menu.get_by_role("button", name="Test connection").click()
     expect(heading(page)).to_have_text("Test connection: Peer Tools")
     result = page.locator("#test-result")
-    expect(result.locator(".ok-line")).to_have_text(re.compile(r"^✓ Connected in \d+ ms; 5 tools found\.$"))
+    expect(result.locator(".ok-line")).to_have_text(
+        re.compile(r"^✓ Connected in \d+ ms; 5 tools found, 5 offered in chats\.$")
+    )
     expect(result.locator("tbody td code")).to_have_text(PEER_TOOLS)
     echo = result.locator("tbody tr").filter(has_text="peer-tools__echo")
     expect(echo).to_contain_text("Echo the text back.")
@@ -219,7 +221,7 @@ def test_it_lets_a_member_pick_an_mcp_server_and_call_its_tool(browsing, live_wo
     box = picker.get_by_role("checkbox", name="Peer Tools")
     expect(box).not_to_be_checked()
     expect(box).to_be_enabled()
-    expect(picker.locator("label").filter(has_text="Peer Tools")).to_contain_text("off by default")
+    expect(picker.locator(".mcp-row").filter(has_text="Peer Tools")).to_contain_text("off by default")
     box.check()
     browsing.shot(page, "picker-open")
 

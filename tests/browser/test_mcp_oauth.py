@@ -230,7 +230,7 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     picker = page.locator("details.mcp-picker")
     expect(picker.locator("summary")).to_have_text("Tools: none selected (1 available)")
     picker.locator("summary").click()
-    entry = picker.locator("label").filter(has_text="Tracker")
+    entry = picker.locator(".mcp-row").filter(has_text="Tracker")
     expect(entry).to_contain_text("off by default")
     expect(entry.locator(".pill")).to_have_text("not connected")
     expect(picker.get_by_role("checkbox", name="Tracker")).not_to_be_checked()
@@ -238,6 +238,7 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     expect(connect).to_be_visible()
     # Tick Tracker without saving: the choice must survive the reload that follows the connection.
     picker.get_by_role("checkbox", name="Tracker").check()
+    page.locator(COMPOSER).fill("A message I have not sent yet")
     browsing.shot(page, "picker-not-connected")
 
     # Connect: the popup goes to the provider (which approves at once), back to the callback, tells this page (which
@@ -252,7 +253,7 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     assert token.user == live_world.member
     assert str(token.access_token) == authz.tokens[-1].access_token and authz.tokens[-1].username == "bob"
     # The picker, reloaded, shows the connection, stays open and keeps the unsaved tick.
-    entry = picker.locator("label").filter(has_text="Tracker")
+    entry = picker.locator(".mcp-row").filter(has_text="Tracker")
     expect(entry.get_by_role("link", name="Connect")).to_have_count(0)
     expect(entry.locator(".pill")).to_have_text("connected")
     assert page.evaluate("window.__switchboardMarker") is None, "the popup's message did not reload the chat"
@@ -260,6 +261,8 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     box = picker.get_by_role("checkbox", name="Tracker")
     expect(box).to_be_enabled()
     expect(box).to_be_checked()
+    expect(box).to_be_focused()  # back where the member was
+    expect(page.locator(COMPOSER)).to_have_value("A message I have not sent yet")
     assert not MCPServer.objects.filter(chat_selections__chat=chat).exists()  # not saved yet
     browsing.shot(page, "picker-connected")
     picker.get_by_role("button", name="Save tools").click()
@@ -319,7 +322,7 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     page.goto(f"/agents/chats/{chat.pk}/")
     expect(picker.locator("summary")).to_have_text("Tools: Tracker (not connected)")
     picker.locator("summary").click()
-    entry = picker.locator("label").filter(has_text="Tracker")
+    entry = picker.locator(".mcp-row").filter(has_text="Tracker")
     expect(entry.locator(".pill")).to_have_text("not connected")
     expect(entry.get_by_role("link", name="Connect")).to_be_visible()
     browsing.shot(page, "picker-after-disconnect")

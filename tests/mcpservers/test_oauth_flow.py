@@ -1074,7 +1074,7 @@ def test_a_chat_does_not_ask_to_connect_a_server_it_did_not_choose(world, bob, a
     page = bob.get(f"/agents/chats/{chat.pk}/").content.decode()
 
     assert "mcp-connect-notice" not in page
-    assert "Connect</a>" in page  # the picker still offers it
+    assert "data-oauth-popup" in page  # the picker still offers to connect
 
 
 # Nothing leaks -----------------------------------------------------------------------------------------------------
