@@ -1,4 +1,5 @@
-"""Settings → MCP connections: the user's OAuth2 connections to MCP servers, with Connect (a popup) and Disconnect."""
+"""Settings → MCP connections: every MCP server the user may use and how it signs in; for OAuth2 servers the user's
+own connection, with Connect (a popup) and Disconnect."""
 
 from __future__ import annotations
 
@@ -10,19 +11,27 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from organizations import access
+from organizations.models import UserOIDCToken
 
 from . import oauth_services, selectors
 from .models import AuthType, MCPUserToken
 
 
 def rows_for(user) -> list[dict]:
-    """Every OAuth2 server the user may use, and any server they still hold a token for (access since revoked)."""
+    """Every enabled server the user may use (any auth type; ``state`` is set for OAuth2 ones), and any server they
+    still hold a token for (access since revoked)."""
     tokens = {t.server_id: t for t in MCPUserToken.objects.filter(user=user).select_related("server__organization")}
+    has_oidc = UserOIDCToken.objects.filter(user=user).exists()
     rows, seen = [], set()
     for organization in access.orgs_visible_to(user).order_by("name"):
-        for server in selectors.servers_usable_by(user, organization).filter(auth_type=AuthType.OAUTH2):
+        for server in selectors.servers_usable_by(user, organization).select_related("organization"):
             seen.add(server.pk)
-            rows.append({"server": server, "state": oauth_services.connection_state(user, server), "usable": True})
+            row = {"server": server, "state": "", "usable": True}
+            if server.auth_type == AuthType.OAUTH2:
+                row["state"] = oauth_services.connection_state(user, server)
+            elif server.auth_type == AuthType.USER_OIDC:
+                row["oidc_missing"] = not has_oidc
+            rows.append(row)
     for server_id, token in tokens.items():
         if server_id not in seen:
             rows.append(

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from mcpservers import services
 from mcpservers.models import MCPServer
-from organizations.models import AuditEvent
+from organizations.models import AuditEvent, OrgGroup
 
 from ..peers.mcp_servers import mcp_server_fixture, unused_port  # noqa: F401 - the fixture
 
@@ -149,3 +149,37 @@ def test_a_malformed_permissions_change_is_refused(world, client_for):
     server = add(world)
     response = client_for("org_admin").post(url("mcp-server-permissions", server.pk), {"kind": "robot", "id": "x"})
     assert response.status_code == 400 and "Choose a member or a group." in response.content.decode()
+
+
+def test_members_see_every_server_they_may_use_and_how_it_signs_in(world, client_for):
+    add(world, display_name="Open Tools", slug="open", description="Offline helpers.", enabled=True)
+    add(world, display_name="Keyed Tools", slug="keyed", auth_type="api_key", api_key_value=SECRET, enabled=True)
+    services.mcp_server_create(
+        actor=world.site_owner,
+        organization=world.acme,
+        data={
+            "display_name": "Directory",
+            "slug": "directory",
+            "url": "https://dir.example/mcp",
+            "auth_type": "user_oidc",
+            "enabled": True,
+        },
+    )
+    add(world, display_name="Switched Off", slug="off", enabled=False)
+    hidden = add(world, display_name="Not For You", slug="hidden", enabled=True)
+    everyone = OrgGroup.objects.get(organization=world.acme, is_everyone=True)
+    services.mcp_server_set_acl(actor=world.org_admin, server=hidden, group_roles={str(everyone.pk): ""})
+
+    body = client_for("member").get(reverse("mcp-connections")).content.decode()
+
+    assert "Open Tools" in body and "Offline helpers." in body and "nothing: it needs no sign-in" in body
+    assert "Keyed Tools" in body and "the organization's credentials" in body and SECRET not in body
+    assert "Directory" in body and "sign in with single sign-on to use it" in body
+    assert "Switched Off" not in body and "Not For You" not in body
+    assert "Connect" not in body and "Disconnect" not in body  # nothing of theirs to connect
+
+
+def test_someone_without_servers_is_told_who_adds_them(world, client_for):
+    body = client_for("outsider").get(reverse("mcp-connections")).content.decode()
+
+    assert "No MCP server is shared with you yet." in body
