@@ -234,6 +234,7 @@ def _session(config: OAuthConfig, *, redirect_uri: str | None = None) -> OAuth2S
     )
     session.register_compliance_hook("access_token_response", _cap_token_response)
     session.register_compliance_hook("refresh_token_response", _cap_token_response)
+    session.headers["Accept-Encoding"] = "identity"  # the cap and the deadline count bytes as they arrive
     return session
 
 
@@ -584,6 +585,7 @@ def _http(method: str, url: str, *, data: bytes | None = None, headers: dict[str
     overall = _deadline.get()
     if overall is not None:
         deadline = min(deadline, overall)
+    headers = {**headers, "Accept-Encoding": "identity"}
     with requests.Session() as session:
         for _ in range(MAX_REDIRECTS + 1):
             remaining = deadline - time.monotonic()
@@ -613,12 +615,19 @@ def _read_capped(response: requests.Response, deadline: float) -> bytes:
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
         raise _HTTPFailure("response larger than 1 MiB")
+    if response.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity"):
+        # Asked for identity: a compressed body could expand past the cap, or stall inside the decoder.
+        raise _HTTPFailure("the response was compressed")
     chunks: list[bytes] = []
     total = 0
     try:
         # read1 answers with whatever has arrived, so a body trickled a byte at a time cannot outlast the deadline
-        # (iter_content would wait for a whole chunk).
-        while chunk := response.raw.read1(CHUNK_BYTES, decode_content=True):
+        # (iter_content would wait for a whole chunk); each read may wait only for what is left of the deadline.
+        while True:
+            _wait_at_most(response, deadline - time.monotonic())
+            chunk = response.raw.read1(CHUNK_BYTES, decode_content=False)
+            if not chunk:
+                break
             total += len(chunk)
             if total > MAX_RESPONSE_BYTES:
                 raise _HTTPFailure("response larger than 1 MiB")
@@ -630,6 +639,15 @@ def _read_capped(response: requests.Response, deadline: float) -> bytes:
     except (urllib3.exceptions.HTTPError, OSError) as error:
         raise _HTTPFailure(_urllib3_failure(error)) from None
     return b"".join(chunks)
+
+
+def _wait_at_most(response: requests.Response, seconds: float) -> None:
+    if seconds <= 0:
+        raise _HTTPFailure("timed out")
+    connection = getattr(response.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
 
 
 def _urllib3_failure(error: Exception) -> str:

@@ -1294,3 +1294,48 @@ def test_a_body_trickled_a_byte_at_a_time_cannot_outlast_the_deadline(monkeypatc
         time.sleep(0.05)
     # 1 s of a byte every 50 ms is about 20 bytes; iter_content would have waited for all 1000 (50 s).
     assert sent and max(sent) < 200
+
+
+def test_a_compressed_body_is_refused_without_reading_it(monkeypatch):
+    monkeypatch.setattr(oauth, "DISCOVERY_DEADLINE_SECONDS", 5.0)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    sent: list[int] = []
+    asked: list[bytes] = []
+
+    def gzip_trickle() -> None:  # a gzip header, then empty deflate blocks forever: nothing ever decodes
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                asked.append(conn.recv(65536))
+                count = 0
+                try:
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n"
+                    )
+                    conn.sendall(b"a\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\r\n")
+                    for _ in range(400):
+                        conn.sendall(b"5\r\n\x00\x00\x00\xff\xff\r\n")
+                        count += 1
+                        time.sleep(0.01)
+                except OSError:
+                    pass
+                sent.append(count)
+
+    threading.Thread(target=gzip_trickle, daemon=True).start()
+    try:
+        with pytest.raises(OAuthError):
+            discover(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    finally:
+        listener.close()
+
+    waited = time.monotonic() + 5
+    while len(sent) < len(asked) and time.monotonic() < waited:
+        time.sleep(0.05)
+    assert asked and all(b"accept-encoding: identity" in request.lower() for request in asked)
+    assert sent and max(sent) < 100  # each answer was dropped at its headers, not read for 4 s
