@@ -194,6 +194,16 @@ def _refreshed(chat: Chat, server: MCPServer, rejected: str | None):
     return endpoint
 
 
+def _no_token(chat: Chat, server: MCPServer, otherwise: str = "") -> str:
+    """Why a tool call has no token to send: the member must reconnect, or the provider could not refresh it now."""
+    if server.auth_type == AuthType.OAUTH2 and oauth_services.connection_state(chat.owner, server) in (
+        "needs_reconnect",
+        "not_connected",
+    ):
+        return RECONNECT
+    return otherwise or "the MCP server's sign-in could not be refreshed just now; try again in a minute"
+
+
 def _endpoint(chat: Chat, server: MCPServer, bearer: str | None) -> client.Endpoint:
     return connect.endpoint_for(
         server, owner_id=chat.owner_id, chat_id=chat.pk, workspace_id=chat.workspace_id, bearer=bearer
@@ -219,7 +229,7 @@ def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: clie
             # The token now (discovery may have refreshed it since this tool was listed).
             bearer = oauth_services.access_token_for(user=chat.owner, server=server)
             if bearer is None:
-                return ToolResult(RECONNECT, is_error=True)
+                return ToolResult(_no_token(chat, server), is_error=True)
             current = _endpoint(chat, server, bearer)
         elif server.auth_type == AuthType.USER_OIDC:
             bearer = oidc.access_token_for(chat.owner)  # refreshed when near expiry
@@ -232,10 +242,7 @@ def _tool(chat: Chat, server: MCPServer, endpoint: client.Endpoint, remote: clie
             # One bounded refresh and retry after a 401, with the same tool call id.
             bearer = _refreshed_bearer(chat, server, bearer)
             if bearer is None:
-                must_reconnect = server.auth_type == AuthType.OAUTH2 and oauth_services.connection_state(
-                    chat.owner, server
-                ) in ("needs_reconnect", "not_connected")
-                return ToolResult(RECONNECT if must_reconnect else str(exc), is_error=True)
+                return ToolResult(_no_token(chat, server, str(exc)), is_error=True)
             try:
                 outcome = client.call_tool(
                     _endpoint(chat, server, bearer), remote.name, forwarded, tool_call_id=call_id

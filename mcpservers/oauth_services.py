@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 PENDING_SECONDS = 600
 REFRESH_MARGIN = timedelta(seconds=60)
 AHEAD_OF_EXPIRY = timedelta(minutes=5)
+FAILED_REFRESH_PAUSE = 30  # seconds without refresh attempts (beat aside) after the provider failed one
 FORCED_REFRESH_INTERVAL = 60  # seconds between refreshes forced by a server's 401, per connection
 
 
@@ -186,7 +187,9 @@ def access_token_for(*, user: User, server: MCPServer, rejected: str | None = No
 
     ``rejected``: the token the server just refused with 401. It is refreshed whatever its expiry says, unless another
     request already replaced it (then the new one is returned), and at most once a minute per connection (a server
-    that refuses every token gets None rather than a refresh per request)."""
+    that refuses every token gets None rather than a refresh per request). When the provider fails a refresh (other
+    than refusing it), requests do not ask it again for FAILED_REFRESH_PAUSE seconds, and a token that has not
+    expired yet is still used meanwhile."""
     if server.auth_type != AuthType.OAUTH2:
         return None
     with transaction.atomic():
@@ -200,8 +203,20 @@ def access_token_for(*, user: User, server: MCPServer, rejected: str | None = No
             if not cache.add(f"mcp-oauth2-forced-refresh:{token.pk}", 1, FORCED_REFRESH_INTERVAL):
                 return None
             force = True
-        token = _refresh_locked(token, server, force=force)
-        return str(token.access_token) if token else None
+        now = timezone.now()
+        due = force or (token.expires_at is not None and token.expires_at - REFRESH_MARGIN <= now)
+        # Until it really expires, a token due for refresh is still good when the refresh cannot happen now.
+        usable = None if force or (token.expires_at and token.expires_at <= now) else str(token.access_token)
+        paused = f"mcp-oauth2-refresh-failed:{token.pk}"
+        if due and cache.get(paused):
+            return usable  # the provider failed a moment ago: do not make every request wait for it again
+        refreshed = _refresh_locked(token, server, force=force)
+        if refreshed is not None:
+            return str(refreshed.access_token)
+        if token.needs_reconnect:
+            return None
+        cache.set(paused, 1, FAILED_REFRESH_PAUSE)
+        return usable
 
 
 def refresh_expiring() -> int:

@@ -59,6 +59,7 @@ DEACTIVATED = "Your Switchboard account is deactivated. Ask an administrator."
 PROTOCOL_ERRORS = (AuthlibBaseError, JoseError, requests.RequestException, ValueError, KeyError, RuntimeError)
 
 FORCED_REFRESH_INTERVAL = 60  # seconds between refreshes forced by a server's 401, per user
+FAILED_REFRESH_PAUSE = 30  # seconds without refresh attempts after the provider failed one (not a refusal)
 
 _lock = threading.Lock()
 _clients: dict[tuple[str, ...], Any] = {}
@@ -293,7 +294,8 @@ def access_token_for(user: User | None, *, rejected: str | None = None) -> str |
     ``rejected``: the token a server just refused with 401. It is refreshed whatever its expiry says, unless another
     request already replaced it (then the new one is returned), and at most once a minute per user (a server that
     refuses every token gets None rather than a refresh per request). The stored tokens are deleted only when the
-    provider refuses the refresh token itself; a provider that cannot be reached leaves them for the next attempt."""
+    provider refuses the refresh token itself; a provider that cannot be reached leaves them for another attempt,
+    made after a pause of FAILED_REFRESH_PAUSE seconds (so requests meanwhile do not each wait for it)."""
     if user is None or not getattr(user, "pk", None):
         return None
     with transaction.atomic():
@@ -316,6 +318,11 @@ def access_token_for(user: User | None, *, rejected: str | None = None) -> str |
         if not enabled():
             _forget(stored, "OIDC is not configured")
             return None
+        # Until it really expires, a token due for refresh is still good when the refresh cannot happen now.
+        fallback = None if rejected or (stored.expires_at and stored.expires_at <= timezone.now()) else stored
+        if cache.get(f"oidc-refresh-failed:{user.pk}"):
+            # The provider failed a moment ago: do not make every request wait for it again.
+            return str(fallback.access_token) if fallback else None
         try:
             fresh = _client().fetch_access_token(grant_type="refresh_token", refresh_token=str(stored.refresh_token))
         except PROTOCOL_ERRORS as exc:
@@ -323,7 +330,9 @@ def access_token_for(user: User | None, *, rejected: str | None = None) -> str |
             if code == "invalid_grant":
                 _forget(stored, code)
             else:
+                cache.set(f"oidc-refresh-failed:{user.pk}", 1, FAILED_REFRESH_PAUSE)
                 logger.warning("refreshing the OIDC tokens of user %s failed (%s); kept for a retry", user.pk, code)
+                return str(fallback.access_token) if fallback else None
             return None
         if not fresh.get("access_token"):
             _forget(stored, "no access token")

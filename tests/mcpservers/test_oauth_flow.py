@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -712,8 +713,38 @@ def test_it_keeps_the_connection_after_a_passing_refresh_failure(world, bob, aut
     assert AuditEvent.objects.get(action="mcp_server.oauth2_refresh").outcome == "denied"
     assert TOKEN_BODY_SENTINEL not in caplog.text and str(token.refresh_token) not in caplog.text
 
-    authz.token_endpoint_status = None  # the provider is back: the next use refreshes
+    authz.token_endpoint_status = None  # the provider is back, but for a short pause nobody asks it again
+    asked = authz.token_calls["refresh_token"]
+    assert oauth_services.access_token_for(user=world.member, server=server) is None
+    assert authz.token_calls["refresh_token"] == asked
+
+    cache.delete(f"mcp-oauth2-refresh-failed:{token.pk}")  # the pause is over: the next use refreshes
     assert oauth_services.access_token_for(user=world.member, server=server) == authz.tokens[-1].access_token
+
+
+def test_a_token_due_for_refresh_is_still_used_while_the_provider_is_unreachable(world, bob, authz, mcp_url):
+    server = make_server(world, authz, mcp_url)
+    token = connected(bob, server, authz)
+    MCPUserToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() + timedelta(seconds=30))
+    authz.token_endpoint_status = 503
+
+    assert oauth_services.access_token_for(user=world.member, server=server) == str(token.access_token)
+    assert oauth_services.access_token_for(user=world.member, server=server) == str(token.access_token)
+    assert authz.token_calls["refresh_token"] == 1
+
+
+def test_a_tool_call_whose_refresh_fails_for_now_is_not_told_to_reconnect(world, bob, authz, resource):
+    server = make_server(world, authz, resource.url)
+    token = connected(bob, server, authz)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "tracker__echo")
+    expire_here(token)
+    authz.token_endpoint_status = 503
+
+    result = echo.handler({"text": "hi"}, "call-9")
+
+    assert result.is_error and "try again in a minute" in str(result.content)
+    assert "reconnect" not in str(result.content)
 
 
 def test_it_keeps_the_refresh_token_when_the_provider_does_not_rotate_it(world, bob, oauth_server):

@@ -248,3 +248,26 @@ def test_a_refused_oidc_token_already_replaced_is_returned_without_a_refresh(wor
 
     assert again == str(UserOIDCToken.objects.get(user=world.member).access_token) != old
     assert idp.token_calls["refresh_token"] == 0
+
+
+def test_an_unreachable_provider_is_not_asked_again_by_every_request(world, idp):
+    oidc_sign_in(Client(), idp)
+    UserOIDCToken.objects.filter(user=world.member).update(expires_at=timezone.now() - timedelta(seconds=5))
+    idp.token_endpoint_status = 503
+    idp.reset_records()
+
+    results = [oidc.access_token_for(world.member) for _ in range(3)]
+
+    assert results == [None, None, None]  # expired, and no fresh one to be had now
+    assert idp.token_calls["refresh_token"] == 1
+    assert UserOIDCToken.objects.filter(user=world.member).exists()
+
+
+def test_a_token_due_for_refresh_is_still_used_while_the_provider_is_unreachable(world, idp):
+    oidc_sign_in(Client(), idp)
+    stored = UserOIDCToken.objects.get(user=world.member)
+    UserOIDCToken.objects.filter(pk=stored.pk).update(expires_at=timezone.now() + timedelta(seconds=30))
+    idp.token_endpoint_status = 503
+
+    assert oidc.access_token_for(world.member) == str(stored.access_token)  # refresh failed; 30 s of life left
+    assert oidc.access_token_for(world.member) == str(stored.access_token)  # and during the pause
