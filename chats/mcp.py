@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from mcpservers import client, connect, oauth_services
-from mcpservers.models import AuthType, Availability, MCPServer
+from mcpservers.models import AuthType, Availability, MCPServer, MCPUserToken
 from mcpservers.selectors import servers_usable_by
 from organizations import audit, oidc
 
@@ -78,9 +78,13 @@ def picker(chat: Chat) -> list[PickerRow]:
     usable_ids = {s.pk for s in usable}
     for server in MCPServer.objects.filter(pk__in=selected_ids - usable_ids, enabled=True):
         rows.append(PickerRow(server, True, False, False))
+    tokens = {
+        t.server_id: t
+        for t in MCPUserToken.objects.filter(user=chat.owner, server_id__in=[row.server.pk for row in rows])
+    }
     for row in rows:
         if row.server.auth_type == AuthType.OAUTH2:
-            row.connection = oauth_services.connection_state(chat.owner, row.server)
+            row.connection = oauth_services.state_of(tokens.get(row.server.pk))
             row.connect_url = (
                 f"/api/v2/organizations/{chat.organization.name}/mcp-servers/{row.server.pk}/oauth2/connect"
             )

@@ -28,15 +28,13 @@ def rows_for(user) -> list[dict]:
             seen.add(server.pk)
             row = {"server": server, "state": "", "usable": True}
             if server.auth_type == AuthType.OAUTH2:
-                row["state"] = oauth_services.connection_state(user, server)
+                row["state"] = oauth_services.state_of(tokens.get(server.pk))
             elif server.auth_type == AuthType.USER_OIDC:
                 row["oidc_missing"] = not has_oidc
             rows.append(row)
     for server_id, token in tokens.items():
         if server_id not in seen:
-            rows.append(
-                {"server": token.server, "state": oauth_services.connection_state(user, token.server), "usable": False}
-            )
+            rows.append({"server": token.server, "state": oauth_services.state_of(token), "usable": False})
     return rows
 
 

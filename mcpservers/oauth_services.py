@@ -141,7 +141,11 @@ def connect_finish(*, user: User, server: MCPServer, params: dict) -> MCPUserTok
 
 def connection_state(user: User, server: MCPServer) -> str:
     """ "connected", "expired" (will refresh on use), "needs_reconnect" or "not_connected"."""
-    token = MCPUserToken.objects.filter(server=server, user=user).first()
+    return state_of(MCPUserToken.objects.filter(server=server, user=user).first())
+
+
+def state_of(token: MCPUserToken | None) -> str:
+    """``connection_state`` of a token already fetched (for lists: one query for all of them)."""
     if token is None:
         return "not_connected"
     if token.needs_reconnect:

@@ -174,3 +174,34 @@ def test_no_secret_reaches_a_log_record_when_a_server_refuses(world, mcp_server,
     text = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
     assert "peer skipped" in text
     assert API_KEY not in text and "the-right-key" not in text
+
+
+def test_the_picker_takes_the_same_queries_for_one_oauth2_server_or_many(world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from mcpservers.models import MCPUserToken
+
+    def oauth2_server(n: int) -> MCPServer:
+        return server(
+            world,
+            "https://tracker.example/mcp",
+            display_name=f"Tracker {n}",
+            slug=f"tracker-{n}",
+            auth_type="oauth2",
+            oauth2_client_id="client",
+            oauth2_auth_url="https://idp.example/authorize",
+            oauth2_token_url="https://idp.example/token",
+        )
+
+    chat = services.chat_create(owner=world.member, organization=world.acme)
+    MCPUserToken.objects.create(server=oauth2_server(0), user=world.member, access_token="a", refresh_token="r")
+    with CaptureQueriesContext(connection) as one:
+        chat_mcp.picker(chat)
+    for n in range(1, 6):
+        MCPUserToken.objects.create(server=oauth2_server(n), user=world.member, access_token="a", refresh_token="r")
+    with CaptureQueriesContext(connection) as six:
+        rows = chat_mcp.picker(chat)
+
+    assert [row.connection for row in rows] == ["connected"] * 6
+    assert len(six.captured_queries) == len(one.captured_queries)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from mcpservers import services
-from mcpservers.models import MCPServer
+from mcpservers.models import MCPServer, MCPUserToken
 from organizations.models import AuditEvent, OrgGroup
 
 from ..peers.mcp_servers import mcp_server_fixture, unused_port  # noqa: F401 - the fixture
@@ -183,3 +185,29 @@ def test_someone_without_servers_is_told_who_adds_them(world, client_for):
     body = client_for("outsider").get(reverse("mcp-connections")).content.decode()
 
     assert "No MCP server is shared with you yet." in body
+
+
+def test_the_connections_page_takes_the_same_queries_for_one_server_or_many(world, client_for):
+    def oauth2_server(n: int):
+        return add(
+            world,
+            display_name=f"Tracker {n}",
+            slug=f"tracker-{n}",
+            enabled=True,
+            auth_type="oauth2",
+            oauth2_client_id="client",
+            oauth2_auth_url="https://idp.example/authorize",
+            oauth2_token_url="https://idp.example/token",
+        )
+
+    member = client_for("member")
+    MCPUserToken.objects.create(server=oauth2_server(0), user=world.member, access_token="a", refresh_token="r")
+    with CaptureQueriesContext(connection) as one:
+        assert member.get(reverse("mcp-connections")).status_code == 200
+    for n in range(1, 6):
+        MCPUserToken.objects.create(server=oauth2_server(n), user=world.member, access_token="a", refresh_token="r")
+    with CaptureQueriesContext(connection) as six:
+        body = member.get(reverse("mcp-connections")).content.decode()
+
+    assert body.count(">connected<") == 6
+    assert len(six.captured_queries) == len(one.captured_queries)
