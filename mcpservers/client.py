@@ -103,9 +103,12 @@ class MCPError(Exception):
 # Public API ----------------------------------------------------------------------------------------------------
 
 
-def list_tools(endpoint: Endpoint, *, keep: Callable[[RemoteTool], bool] | None = None) -> list[RemoteTool]:
-    """The server's tools (following pagination), at most ``MAX_TOOLS`` of them, in the server's order. ``keep``
-    chooses tools before the cap, so a tool the server lists late is not lost behind tools nobody may use."""
+def list_tools(
+    endpoint: Endpoint, *, keep: Callable[[RemoteTool], bool] | None = None, limit: int = MAX_TOOLS
+) -> list[RemoteTool]:
+    """The server's tools (following pagination), at most ``limit`` of them (``MAX_TOOLS`` unless told), in the
+    server's order. ``keep`` chooses tools before the cap, so a tool the server lists late is not lost behind tools
+    nobody may use."""
 
     async def work(session: ClientSession, phase: _Phase) -> list[RemoteTool]:
         phase.enter("list", endpoint.connect_timeout)
@@ -119,9 +122,9 @@ def list_tools(endpoint: Endpoint, *, keep: Callable[[RemoteTool], bool] | None 
                 if keep is None or keep(remote):
                     tools.append(remote)
             cursor = result.next_cursor
-            if not cursor or len(tools) >= MAX_TOOLS:
+            if not cursor or len(tools) >= limit:
                 break
-        return tools[:MAX_TOOLS]
+        return tools[:limit]
 
     return _run(endpoint, work)
 

@@ -177,21 +177,17 @@ def server_test(request: HttpRequest, server_id: int) -> HttpResponse:
     server = _server(request, server_id)
     _require(request, server.organization, "update", server, "test_connection")
     started = time.monotonic()
-    listed: list[client.RemoteTool] = []
-
-    def keep(tool: client.RemoteTool) -> bool:  # as chats choose: the lists first, then the 64-tool cap
-        listed.append(tool)
-        return connect.tool_allowed(server, tool.name)
-
     try:
-        offered = client.list_tools(connect.endpoint_for(server, connect_timeout=10.0), keep=keep)
+        # Every tool (up to MAX_TOOLS_SHOWN), and which of them chats offer: the lists first, then the first 64.
+        tools = client.list_tools(connect.endpoint_for(server, connect_timeout=10.0), limit=MAX_TOOLS_SHOWN)
+        allowed = [t.name for t in tools if connect.tool_allowed(server, t.name)]
         result = {
             "ok": True,
-            "tools": listed[:MAX_TOOLS_SHOWN],
-            "listed": len(listed),
-            "offered": {t.name for t in offered},
-            "allowed": {t.name for t in listed if connect.tool_allowed(server, t.name)},
-            "capped": len(offered) >= client.MAX_TOOLS,
+            "tools": tools,
+            "more": len(tools) >= MAX_TOOLS_SHOWN,
+            "offered": set(allowed[: client.MAX_TOOLS]),
+            "allowed": set(allowed),
+            "capped": len(allowed) > client.MAX_TOOLS,
         }
     except client.MCPError as exc:
         result = {"ok": False, "error": str(exc)}

@@ -211,3 +211,13 @@ def test_the_connections_page_takes_the_same_queries_for_one_server_or_many(worl
 
     assert body.count(">connected<") == 6
     assert len(six.captured_queries) == len(one.captured_queries)
+
+
+def test_test_connection_does_not_claim_a_limit_that_does_not_bite(world, client_for, mcp_server):
+    peer = mcp_server(extra_tools=59)  # 64 tools, all offered
+    server = add(world, url=peer.url)
+
+    body = client_for("org_admin").post(url("mcp-server-test", server.pk)).content.decode()
+
+    assert "64 tools found, 64 offered in chats." in body
+    assert "Chats offer at most 64" not in body and "past the 64-tool limit" not in body
