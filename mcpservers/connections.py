@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from organizations import access
+from organizations import access, oidc
 from organizations.models import UserOIDCToken
 
 from . import oauth_services, selectors
@@ -29,8 +29,8 @@ def rows_for(user) -> list[dict]:
             row = {"server": server, "state": "", "usable": True}
             if server.auth_type == AuthType.OAUTH2:
                 row["state"] = oauth_services.state_of(tokens.get(server.pk))
-            elif server.auth_type == AuthType.USER_OIDC:
-                row["oidc_missing"] = not has_oidc
+            elif server.auth_type == AuthType.USER_OIDC and not has_oidc:
+                row["oidc_missing"] = "no_session" if oidc.enabled() else "not_configured"
             rows.append(row)
     for server_id, token in tokens.items():
         if server_id not in seen:

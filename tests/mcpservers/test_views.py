@@ -176,7 +176,7 @@ def test_members_see_every_server_they_may_use_and_how_it_signs_in(world, client
 
     assert "Open Tools" in body and "Offline helpers." in body and "nothing: it needs no sign-in" in body
     assert "Keyed Tools" in body and "the organization's credentials" in body and SECRET not in body
-    assert "Directory" in body and "sign in with single sign-on to use it" in body
+    assert "Directory" in body and "Single sign-on is not set up on this site" in body
     assert "Switched Off" not in body and "Not For You" not in body
     assert "Connect" not in body and "Disconnect" not in body  # nothing of theirs to connect
 
@@ -221,3 +221,18 @@ def test_test_connection_does_not_claim_a_limit_that_does_not_bite(world, client
 
     assert "64 tools found, 64 offered in chats." in body
     assert "Chats offer at most 64" not in body and "past the 64-tool limit" not in body
+
+
+def test_a_user_oidc_server_tells_a_password_user_to_use_single_sign_on_when_the_site_has_it(
+    world, client_for, settings
+):
+    settings.OIDC_ISSUER = "https://sso.example"
+    services.mcp_server_create(
+        actor=world.site_owner,
+        organization=world.acme,
+        data={"display_name": "Directory", "url": "https://dir.example/mcp", "auth_type": "user_oidc", "enabled": True},
+    )
+
+    body = client_for("member").get(reverse("mcp-connections")).content.decode()
+
+    assert "You have no single sign-on session" in body and "not set up on this site" not in body
