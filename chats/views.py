@@ -162,9 +162,9 @@ def chat_mcp_servers(request: HttpRequest, chat_id: int) -> HttpResponse:
     chat = chat_for(request, chat_id)
     ids = {int(v) for v in request.POST.getlist("servers") if v.isdigit()}
     set_selection(chat=chat, server_ids=ids)
-    if request.htmx:
-        return render(request, "chats/chat.html#mcp-picker", _live_context(chat))
     messages.success(request, "Tools for this chat saved.")
+    if request.htmx:
+        return render(request, "chats/chat.html#mcp-tools", _live_context(chat) | {"oob_messages": True})
     return redirect("chat", chat_id=chat.pk)
 
 

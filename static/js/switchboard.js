@@ -98,6 +98,13 @@
     else if (composer) composer.focus();
   });
 
+  // After saving a chat's Tools, focus returns to the picker rather than to the top of the page.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "mcp-tools") return;
+    var summary = document.querySelector("#mcp-picker summary");
+    if (summary) summary.focus();
+  });
+
   // Read-only views fetched by htmx into #dialog-slot open as a modal dialog; closing it returns focus to the link.
   var dialogOpener = null;
   document.addEventListener("htmx:beforeRequest", function (event) {

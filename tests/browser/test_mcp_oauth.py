@@ -267,6 +267,8 @@ def test_a_member_connects_from_the_chat_picker_uses_a_tool_and_disconnects(
     browsing.shot(page, "picker-connected")
     picker.get_by_role("button", name="Save tools").click()
     expect(page.locator("details.mcp-picker summary")).to_have_text("Tools: Tracker")
+    expect(page.locator("#messages")).to_contain_text("Tools for this chat saved.")
+    expect(page.locator("details.mcp-picker summary")).to_be_focused()
     assert list(MCPServer.objects.filter(chat_selections__chat=chat)) == [server]
     browsing.shot(page, "picker-saved")
 
