@@ -221,36 +221,50 @@ def _sanitize_skills(resources: list[dict]) -> list[dict]:
 
 
 REDACTED = "[redacted]"
-_AUTHORITY = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//(?P<netloc>[^/?#]*)")  # where urlsplit finds the netloc
+_URL_START = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?//")  # what comes before the authority (urlsplit's netloc)
+# A flag is kept only when it cannot hold a value: "--" and a name, or "-" and one letter ("-pS3cret" is "-p S3cret").
+_FLAG = re.compile(r"--[A-Za-z][A-Za-z0-9_-]*|-[A-Za-z]")
 
 
 def _redact_arg(arg: object) -> object:
-    """A flag keeps its name and loses what follows "="; anything else may be a value, so it goes."""
-    if isinstance(arg, str) and arg.startswith("-"):
-        flag, equals, _ = arg.partition("=")
-        return f"{flag}={REDACTED}" if equals else arg
-    return REDACTED
+    """A flag (``--name`` or ``-x``) is kept; ``--name=value`` and ``-x=value`` keep the flag and lose the value;
+    anything else may be a value, or a flag with a value attached, so it goes."""
+    if not isinstance(arg, str):
+        return REDACTED
+    if _FLAG.fullmatch(arg):
+        return arg
+    flag, equals, _ = arg.partition("=")
+    return f"{flag}={REDACTED}" if equals and _FLAG.fullmatch(flag) else REDACTED
 
 
 def _redact_url(url: object) -> object:
-    """Scheme, host, port and path of a URL; userinfo and query become "[redacted]", the fragment goes. Anything
-    that is not a string, cannot be parsed or names no host is redacted whole."""
+    """Scheme, host and port of a URL; userinfo, a path other than "/" and a query each become "[redacted]", the
+    fragment goes. Anything that is not a string, cannot be parsed or names no host is redacted whole."""
     if not isinstance(url, str):
         return REDACTED
-    # Userinfo is cut off before parsing: it may hold anything, such as the brackets of a "[redacted]" marker that
-    # urlsplit would take for an IPv6 address and refuse, which would make redacting twice lose the host.
-    authority = _AUTHORITY.match(url)
-    userinfo = authority is not None and "@" in authority["netloc"]
+    # Any "@" before the query or fragment means userinfo, found by hand: its brackets of a "[redacted]" marker would
+    # read to urlsplit as an IPv6 address. When a "/" comes before that "@" (a password holding "/", or an "@" in the
+    # path), nothing can be told apart safely and the whole URL goes.
+    head_end = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+    userinfo = "@" in url[:head_end]
     if userinfo:
-        url = url[: authority.start("netloc")] + authority["netloc"].rsplit("@", 1)[1] + url[authority.end("netloc") :]
+        start = _URL_START.match(url)
+        if start is None:  # no authority, so no host: the secret would sit in the path
+            return REDACTED
+        at = url.rindex("@", 0, head_end)
+        if "/" in url[start.end() : at]:  # "@" after a "/": a password holding "/", or "@" in the path; either way
+            return REDACTED  # what would pass for the host may be the secret
+        url = url[: start.end()] + url[at + 1 :]
     try:
         parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number from 0 to 65535
     except ValueError:
         return REDACTED
-    if not parts.netloc or "@" in parts.netloc:  # no host, or userinfo this did not find: keep nothing of it
+    if not parts.hostname:
         return REDACTED
     netloc = f"{REDACTED}@{parts.netloc}" if userinfo else parts.netloc
-    return urlunsplit((parts.scheme, netloc, parts.path, REDACTED if parts.query else "", ""))
+    path = f"/{REDACTED}" if parts.path not in ("", "/") else parts.path
+    return urlunsplit((parts.scheme, netloc, path, REDACTED if parts.query else "", ""))
 
 
 MCP_CONFIG_KEPT = frozenset({"type", "command", "args", "env", "url", "headers"})  # values redacted by the rules below
@@ -262,18 +276,23 @@ def _redact_mcp(mcp: object) -> object:
 
     - ``env`` and ``headers`` keep their names, not their values; either one, when present but not an object, is
       redacted whole;
-    - ``args`` keep flag names (an argument starting with "-") but not what follows "=" in them
-      (``--token=abc`` → ``--token=[redacted]``); every other argument, and anything not a string, is redacted;
-      ``args`` that are not a list are redacted whole;
-    - ``url`` keeps scheme, host, port and path; any userinfo becomes ``[redacted]@``, a query ``?[redacted]``, the
-      fragment goes; a URL that is not a string, cannot be parsed or names no host is redacted whole;
-    - a ``config`` that is not an object (an invalid entry) is redacted whole.
-
+    - ``args`` keep flags (``--name``, or ``-`` and a single letter) as they are, and keep the flag but not the value
+      of ``--name=value`` and ``-x=value`` (``--token=abc`` → ``--token=[redacted]``); every other argument, a flag
+      with a value attached (``-pS3cret``) included, and anything not a string, is redacted; ``args`` that are not
+      a list are redacted whole;
+    - ``url`` keeps scheme, host and port only: any userinfo becomes ``[redacted]@``, a path other than ``/``
+      ``/[redacted]`` (it may hold a key, as in ``https://mcp.zapier.com/api/mcp/s/KEY/mcp``), a query
+      ``?[redacted]``, and the fragment goes. An "@" anywhere before the query or fragment counts as the end of
+      userinfo, so a password holding "/" is not taken for a path: the host is what follows the last such "@". A URL
+      that is not a string, cannot be parsed or names no host is redacted whole;
+    - a ``config`` that is not an object (an invalid entry) is redacted whole;
     - keys other than those (and ``command``, ``type``) keep their name only: their value is redacted.
 
-    ``command`` and ``type`` stay as they are. Redacting twice gives the same result as redacting once.
-    Migration ``workspaces.0002_redact_mcp_secrets`` applied a frozen copy of these rules to rows stored before them;
-    leave that copy alone, and when the rules tighten, add a data migration that applies them to stored rows.
+    ``command`` and ``type`` stay as they are. Redacting twice gives the same result as redacting once, and what an
+    earlier version of these rules stored redacts to what these rules store for the original entry.
+    Migrations ``workspaces.0002_redact_mcp_secrets`` and ``workspaces.0003_redact_mcp_url_paths_and_short_flags``
+    applied frozen copies of these rules (0003: as they are now) to rows stored before them; leave those copies
+    alone, and when the rules tighten, add a data migration that applies them to stored rows.
     Nothing here connects to workspace servers yet; when something does, it must read the values from the
     workspace, not from the database."""
     if not isinstance(mcp, dict) or "config" not in mcp:

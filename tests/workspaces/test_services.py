@@ -183,7 +183,7 @@ def test_secrets_of_mcp_json_entries_are_not_stored(workspace, tmp_path):
     stored = stored_mcp_configs(snapshot)
     assert stored["local"] == {"command": "run-it", "args": ["--x"], "env": {"API_KEY": "[redacted]"}}
     assert stored["remote"] == {
-        "url": "https://[redacted]@tools.example/mcp?[redacted]",
+        "url": "https://[redacted]@tools.example/[redacted]?[redacted]",
         "headers": {"Authorization": "[redacted]"},
     }
     rows = str(list(snapshot.resources.values_list("data", flat=True)))
@@ -193,10 +193,10 @@ def test_secrets_of_mcp_json_entries_are_not_stored(workspace, tmp_path):
 @pytest.mark.parametrize(
     ("url", "stored"),
     [
-        ("https://ghp_s3cret123@github.com/mcp", "https://[redacted]@github.com/mcp"),
-        ("https://ghp_s3cret123:@github.com:8443/mcp", "https://[redacted]@github.com:8443/mcp"),
-        ("https://u:pw[s3cret@github.com/mcp", "https://[redacted]@github.com/mcp"),  # brackets urlsplit refuses
-        ("https://github.com/mcp", "https://github.com/mcp"),
+        ("https://ghp_s3cret123@github.com/mcp", "https://[redacted]@github.com/[redacted]"),
+        ("https://ghp_s3cret123:@github.com:8443/mcp", "https://[redacted]@github.com:8443/[redacted]"),
+        ("https://u:pw[s3cret@github.com/mcp", "https://[redacted]@github.com/[redacted]"),  # brackets urlsplit refuses
+        ("https://github.com/mcp", "https://github.com/[redacted]"),
         ("ghp_s3cret123@github.com/mcp", "[redacted]"),  # no scheme, so no host: the secret would sit in the path
     ],
 )
@@ -246,7 +246,7 @@ def test_invalid_entries_with_secrets_in_odd_places_are_redacted_whole(workspace
     assert stored == {
         "env-string": {"command": "run-it", "env": "[redacted]", "args": "[redacted]"},
         "env-list": {"command": "run-it", "env": "[redacted]"},
-        "headers-string": {"url": "https://tools.example/mcp", "headers": "[redacted]"},
+        "headers-string": {"url": "https://tools.example/[redacted]", "headers": "[redacted]"},
         "url-list": {"type": "http", "url": "[redacted]"},
         "not-an-object": "[redacted]",
     }
@@ -320,8 +320,149 @@ def test_unknown_keys_of_an_mcp_json_entry_keep_their_name_only(workspace, tmp_p
 
     [row] = snapshot.resources.filter(kind="mcp_server")
     assert row.data["mcp"]["config"] == {
-        "url": "https://tools.example/mcp",
+        "url": "https://tools.example/[redacted]",
         "type": "http",
         "oauth": "[redacted]",
         "headersHelper": "[redacted]",
     }
+
+
+def urls_stored(workspace, tmp_path, urls: list[str]) -> list[str]:
+    """What the service stores for each of ``urls``, pushed as the ``url`` of one .mcp.json server each."""
+    servers = {f"s{i}": {"type": "http", "url": url} for i, url in enumerate(urls)}
+    snapshot, _ = services.snapshot_push(
+        workspace=workspace, resources=make_tree(tmp_path, mcp=json.dumps({"mcpServers": servers}))
+    )
+    assert "s3cret" not in str(list(snapshot.resources.values_list("data", flat=True)))
+    stored = stored_mcp_configs(snapshot)
+    return [stored[name]["url"] for name in servers]
+
+
+def test_a_key_in_the_url_path_is_not_stored(workspace, tmp_path):
+    cases = {
+        "https://mcp.zapier.com/api/mcp/s/Zs3cretKEY/mcp": "https://mcp.zapier.com/[redacted]",
+        "https://tools.example:8443/k-s3cret?t=q-s3cret#f-s3cret": "https://tools.example:8443/[redacted]?[redacted]",
+        "https://tools.example:8443/": "https://tools.example:8443/",
+        "https://tools.example": "https://tools.example",
+        "https://tools.example:s3cret/mcp": "[redacted]",  # a "port" that is no port: no host to keep
+    }
+
+    assert urls_stored(workspace, tmp_path, list(cases)) == list(cases.values())
+
+
+def test_a_value_attached_to_a_short_flag_is_not_stored(workspace, tmp_path):
+    args = ["-pS3cret", "-p", "-U", "-f=f-s3cret", "-port=5432", "-pw=pw-s3cret", "--", "-", "-1s3cret", "--x-y_z"]
+    mcp = json.dumps({"mcpServers": {"db": {"command": "db-mcp", "args": args}}})
+    snapshot, _ = services.snapshot_push(workspace=workspace, resources=make_tree(tmp_path, mcp=mcp))
+
+    # Only "--name" and "-" with one letter can hold no value; "-pS3cret" is "-p" with "S3cret" attached.
+    assert stored_mcp_configs(snapshot)["db"]["args"] == [
+        "[redacted]", "-p", "-U", "-f=[redacted]", "[redacted]", "[redacted]", "[redacted]", "[redacted]",
+        "[redacted]", "--x-y_z",
+    ]  # fmt: skip
+    assert "3cret" not in str(list(snapshot.resources.values_list("data", flat=True)))
+
+
+def test_a_password_holding_a_slash_is_not_stored(workspace, tmp_path):
+    cases = {
+        # A "/" before the "@": the password holds it, or the "@" is in the path; what would pass for the host may
+        # be the secret, so the whole URL goes.
+        "https://user:pa/ss3cret@tools.example/": "[redacted]",
+        "https://user:pa/ss3cret@tools.example:8443/mcp?t=q-s3cret": "[redacted]",
+        "https://tools.example/api/key@s3cret": "[redacted]",
+        "https://user:p@ss3cret@tools.example": "https://[redacted]@tools.example",  # the last "@" ends userinfo
+        "https://tools.example/mcp?email=a@b-s3cret": "https://tools.example/[redacted]?[redacted]",  # "@" in query
+        "https://user:pa/ss3cret@/mcp": "[redacted]",  # no host after the "@"
+        "user:pa/ss3cret@tools.example/": "[redacted]",  # no scheme, so no authority
+    }
+
+    assert urls_stored(workspace, tmp_path, list(cases)) == list(cases.values())
+
+
+# Entries whose secrets the rules of migration 0002 kept, and what the service stores for them now.
+LEAKED_BY_THE_0002_RULES = {
+    "zapier": (
+        {"type": "http", "url": "https://mcp.zapier.com/api/mcp/s/Zs3cretKEY/mcp"},
+        {"type": "http", "url": "https://mcp.zapier.com/[redacted]"},
+    ),
+    "slash-password": (
+        {"type": "http", "url": "https://user:pa/s3cret@tools.example/mcp?token=q-s3cret"},
+        {"type": "http", "url": "[redacted]"},
+    ),
+    "bracket-password": (
+        {"type": "http", "url": "https://bot:[s3cret@tools.example/mcp"},
+        {"type": "http", "url": "https://[redacted]@tools.example/[redacted]"},
+    ),
+    "short-flags": (
+        {"command": "db-mcp", "args": ["-pS3cret", "-U", "admin-s3cret", "--token=t-s3cret", "-port=5432", "-h"]},
+        {"command": "db-mcp", "args": ["[redacted]", "-U", "[redacted]", "--token=[redacted]", "[redacted]", "-h"]},
+    ),
+}
+
+
+def test_what_the_earlier_rules_stored_is_redacted_as_the_original_is(workspace, tmp_path):
+    """Redacting is idempotent, also across versions of the rules: an entry as the rules of migration 0002 stored
+    it, pushed again, is stored as the original entry is, and so is what the service stores now."""
+    before = importlib.import_module("workspaces.migrations.0002_redact_mcp_secrets")
+    servers = {}
+    for name, (original, stored_now) in LEAKED_BY_THE_0002_RULES.items():
+        servers[name] = original
+        servers[f"{name}-0002"] = before.redact_mcp({"config": original})["config"]
+        servers[f"{name}-again"] = stored_now
+    snapshot, _ = services.snapshot_push(
+        workspace=workspace, resources=make_tree(tmp_path, mcp=json.dumps({"mcpServers": servers}))
+    )
+
+    stored = stored_mcp_configs(snapshot)
+    for name, (_original, expected) in LEAKED_BY_THE_0002_RULES.items():
+        assert servers[f"{name}-0002"] != expected  # what 0002 left is not already the new form
+        assert (stored[name], stored[f"{name}-0002"], stored[f"{name}-again"]) == (expected, expected, expected)
+    assert "3cret" not in str(list(snapshot.resources.values_list("data", flat=True)))
+
+
+def test_the_0003_data_migration_redacts_url_paths_and_short_flags(workspace, monkeypatch, django_assert_num_queries):
+    """Rows written straight through the ORM, as stored before the rules tightened (plaintext, or as migration 0002
+    left them), are redacted by the data migration to what the service stores now; rows already in that form and
+    other kinds are not written."""
+    migration = importlib.import_module("workspaces.migrations.0003_redact_mcp_url_paths_and_short_flags")
+    before = importlib.import_module("workspaces.migrations.0002_redact_mcp_secrets")
+    monkeypatch.setattr(migration, "BATCH_SIZE", 2)  # several rows per batch, and a last partial batch
+    snapshot = ContextSnapshot.objects.create(workspace=workspace, version=1, content_hash="c", context_hash="x")
+
+    def row(position, kind, data):
+        return SnapshotResource.objects.create(
+            snapshot=snapshot, position=position, kind=kind, root="/w", root_kind="workdir", path="/w/.mcp.json",
+            rel_path=".mcp.json", status="ok", data=data,
+        )  # fmt: skip
+
+    def entry(name, config):
+        return {"mcp": {"name": name, "transport": "stdio", "config": config, "connect": True}}
+
+    stale = []
+    for name, (original, _stored) in LEAKED_BY_THE_0002_RULES.items():
+        for config in (original, before.redact_mcp({"config": original})["config"]):
+            stale.append((row(len(stale), "mcp_server", entry(name, config)), name))
+    untouched = [
+        row(10 + position, "mcp_server", entry(name, stored))
+        for position, (name, (_original, stored)) in enumerate(LEAKED_BY_THE_0002_RULES.items())
+    ]
+    untouched += [
+        row(20, "mcp_server", entry("bad", "[redacted]")),
+        row(21, "mcp_server", {"other": "https://user:pa/s3cret@tools.example/"}),  # no entry: left alone
+        row(22, "skill", {"skill": {"name": "hello", "description": "See https://tools.example/docs/mcp."}}),
+    ]
+    data_before = [resource.data for resource in untouched]
+
+    # One read, then only the eight changed rows are written, two per batch: four updates. Run again, it only reads.
+    with django_assert_num_queries(5):
+        migration.redact_stored_mcp_entries(django_apps, None)
+    with django_assert_num_queries(1):
+        migration.redact_stored_mcp_entries(django_apps, None)
+
+    for resource, name in stale:
+        resource.refresh_from_db()
+        assert resource.data == entry(name, LEAKED_BY_THE_0002_RULES[name][1])
+    for resource in untouched:
+        resource.refresh_from_db()
+    assert [resource.data for resource in untouched] == data_before
+    assert "3cret" not in str([resource.data for resource, _name in stale])
