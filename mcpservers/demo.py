@@ -10,6 +10,7 @@ clients in memory, and its pre-registered public client ``switchboard-demo`` sur
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -25,7 +26,7 @@ DEFAULT_OAUTH_PORT = 8766
 
 def _port(variable: str, default: int) -> int:
     value = os.environ.get(variable, "").strip() or str(default)
-    if not value.isdigit() or not 0 < int(value) < 65536:
+    if not re.fullmatch(r"[0-9]{1,5}", value) or not 0 < int(value) < 65536:
         raise ImproperlyConfigured(f"{variable} must be a port number (1 to 65535), not {value!r}")
     return int(value)
 

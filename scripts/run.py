@@ -16,6 +16,7 @@ http://127.0.0.1:PORT; everything else as in the README.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +30,8 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STOP_TIMEOUT = 10.0
+PORT_DIGITS = re.compile(r"[0-9]{1,5}")
+DEFAULT_PORT = 8000
 DEFAULT_DEMO_MCP_PORT = 8765
 DEFAULT_DEMO_OAUTH_PORT = 8766
 
@@ -171,6 +174,25 @@ class Ports(NamedTuple):
     demo_oauth: int
 
 
+def parse_port(env: dict[str, str], variable: str, default: int) -> int:
+    """The port ``env[variable]`` names (surrounding blanks ignored), or ``default`` when it is unset or blank.
+
+    Sets ``env[variable]`` to the port in plain digits, since the children read it (seed_demo registers the demo
+    ports). Raises ``Refused`` (exit code 2) for anything but a number from 1 to 65535 in ASCII digits.
+    """
+    text = env.get(variable, "").strip()
+    if not text:
+        port = default
+    # A pattern rather than str.isdigit(): that also takes "²", which int() refuses, and "٨٠٠٠" (Arabic-Indic
+    # digits), which int() reads but which would reach the children as they are.
+    elif PORT_DIGITS.fullmatch(text) and 0 < int(text) < 65536:
+        port = int(text)
+    else:
+        raise Refused(f"{variable} must be a port number (1 to 65535), not {text!r}", 2)
+    env[variable] = str(port)
+    return port
+
+
 def prepare_env(environ: Mapping[str, str]) -> tuple[dict[str, str], Ports]:
     """The children's environment and the ports to listen on, from ``environ`` (which is left unchanged).
 
@@ -182,12 +204,7 @@ def prepare_env(environ: Mapping[str, str]) -> tuple[dict[str, str], Ports]:
     env["DJANGO_SETTINGS_MODULE"] = "project.settings"
     env["PYTHONUNBUFFERED"] = "1"
 
-    try:
-        port = int(env.get("PORT", "8000"))
-    except ValueError:
-        raise Refused(f"PORT must be a number, not {env['PORT']!r}", 2) from None
-    if not 0 < port < 65536:
-        raise Refused(f"PORT must be a port number (1 to 65535), not {env['PORT']!r}", 2)
+    port = parse_port(env, "PORT", DEFAULT_PORT)
     if port_in_use(port):
         raise Refused(f"port {port} on {HOST} is already in use; stop what is running there or set PORT=...", 1)
     # Absolute links (the OAuth2 callback an MCP provider sends the browser back to) point at this server.
@@ -197,10 +214,7 @@ def prepare_env(environ: Mapping[str, str]) -> tuple[dict[str, str], Ports]:
         ("DEMO_MCP_PORT", DEFAULT_DEMO_MCP_PORT, "the demo MCP server"),
         ("DEMO_OAUTH_PORT", DEFAULT_DEMO_OAUTH_PORT, "the demo OAuth provider"),
     ):
-        text = env.get(variable, "").strip() or str(default)
-        if not text.isdigit() or not 0 < int(text) < 65536:
-            raise Refused(f"{variable} must be a port number, not {text!r}", 2)
-        value = int(text)
+        value = parse_port(env, variable, default)
         taken = {"PORT": port, **demo_ports}
         for other, other_value in taken.items():
             if other_value == value:
@@ -211,7 +225,6 @@ def prepare_env(environ: Mapping[str, str]) -> tuple[dict[str, str], Ports]:
                 1,
             )
         demo_ports[variable] = value
-        env[variable] = str(value)  # seed_demo registers this port; the server started below listens on it
     return env, Ports(port, demo_ports["DEMO_MCP_PORT"], demo_ports["DEMO_OAUTH_PORT"])
 
 

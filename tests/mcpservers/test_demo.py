@@ -442,7 +442,7 @@ def test_it_keeps_an_existing_demo_oauth_server(monkeypatch):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("variable", ["DEMO_MCP_PORT", "DEMO_OAUTH_PORT"])
-@pytest.mark.parametrize("value", ["abc", "0", "70000", "-1", "8766.0"])
+@pytest.mark.parametrize("value", ["abc", "0", "70000", "-1", "8766.0", "²", "٨٧٦٦"])
 def test_it_refuses_a_demo_port_that_is_not_a_port_number(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
 

@@ -63,7 +63,7 @@ def test_it_refuses_a_demo_oauth_port_that_is_not_a_port_number(tmp_path, value)
     result = run(tmp_path, PORT=str(unused_port()), DEMO_MCP_PORT=str(unused_port()), DEMO_OAUTH_PORT=value)
 
     assert result.returncode == 2, result.stdout + result.stderr
-    assert f"[run] DEMO_OAUTH_PORT must be a port number, not {value!r}" in result.stdout
+    assert f"[run] DEMO_OAUTH_PORT must be a port number (1 to 65535), not {value!r}" in result.stdout
     assert_refused_before_starting(result, tmp_path)
 
 
@@ -74,6 +74,51 @@ def test_it_refuses_a_web_port_out_of_range(tmp_path, value):
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"[run] PORT must be a port number (1 to 65535), not {value!r}" in result.stdout
     assert_refused_before_starting(result, tmp_path)
+
+
+@pytest.mark.parametrize("variable", ["PORT", "DEMO_MCP_PORT", "DEMO_OAUTH_PORT"])
+def test_it_refuses_a_superscript_digit_without_a_traceback(tmp_path, variable):
+    # "²".isdigit() is true, but int("²") raises.
+    ports = {"PORT": str(unused_port()), "DEMO_MCP_PORT": str(unused_port()), "DEMO_OAUTH_PORT": str(unused_port())}
+    result = run(tmp_path, **(ports | {variable: "²"}))
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"[run] {variable} must be a port number (1 to 65535), not '²'" in result.stdout
+    assert_refused_before_starting(result, tmp_path)
+
+
+@pytest.mark.parametrize("variable", ["PORT", "DEMO_MCP_PORT", "DEMO_OAUTH_PORT"])
+@pytest.mark.parametrize("value", ["\u0668\u0660\u0660\u0661", "\uff18\uff10\uff10\uff11", "000080"])
+def test_it_refuses_ports_not_written_in_up_to_five_ascii_digits(run_script, variable, value):
+    # Arabic-Indic and full-width digits: int() reads them as 8001, but the children would get them as they are.
+    environ = {"PORT": str(unused_port()), "DEMO_MCP_PORT": str(unused_port()), "DEMO_OAUTH_PORT": str(unused_port())}
+
+    with pytest.raises(run_script.Refused) as refused:
+        run_script.prepare_env(environ | {variable: value})
+
+    assert refused.value.exit_code == 2
+    assert str(refused.value) == f"{variable} must be a port number (1 to 65535), not {value!r}"
+
+
+def test_it_ignores_blanks_around_ports_and_passes_them_on_as_plain_digits(run_script):
+    ports = (unused_port(), unused_port(), unused_port())
+    environ = {"PORT": f" {ports[0]} ", "DEMO_MCP_PORT": f"\t{ports[1]}", "DEMO_OAUTH_PORT": f"{ports[2]}\n"}
+
+    env, prepared = run_script.prepare_env(environ)
+
+    assert tuple(prepared) == ports
+    assert (env["PORT"], env["DEMO_MCP_PORT"], env["DEMO_OAUTH_PORT"]) == tuple(str(port) for port in ports)
+    assert env["SITE_URL"] == f"http://127.0.0.1:{ports[0]}"
+
+
+def test_it_uses_the_default_for_a_port_left_empty(run_script, monkeypatch):
+    monkeypatch.setattr(run_script, "port_in_use", lambda port: False)  # the defaults may be taken on this machine
+
+    env, prepared = run_script.prepare_env({"PORT": "", "DEMO_MCP_PORT": "  "})
+
+    assert tuple(prepared) == (8000, 8765, 8766)
+    assert (env["PORT"], env["DEMO_MCP_PORT"], env["DEMO_OAUTH_PORT"]) == ("8000", "8765", "8766")
+    assert env["SITE_URL"] == "http://127.0.0.1:8000"
 
 
 def test_it_refuses_a_demo_oauth_port_equal_to_port(tmp_path):
