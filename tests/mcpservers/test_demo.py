@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -25,58 +24,19 @@ from mcpservers.client import Endpoint, MCPError, ToolOutcome, call_tool, list_t
 from mcpservers.models import AuthType, Availability, MCPServer, Transport
 from organizations import acl
 from organizations.models import Organization
-from tests.peers.mcp_servers import unused_port
+from tests.peers.processes import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["current_time", "word_count", "roll_dice", "lookup_http_status"]
 
 
-class DemoServer:
+class DemoServer(ServerProcess):
+    what = "demo MCP server"
+    module = "mcpservers.demo_server"
+
     def __init__(self, port: int) -> None:
-        self.port = port
-        self.log = tempfile.TemporaryFile()  # not a pipe: a full pipe would block the server
-        # Our own fixed command line.
-        self.proc = subprocess.Popen(  # noqa: S603
-            [sys.executable, "-m", "mcpservers.demo_server", "--port", str(port)],
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        self.endpoint = Endpoint(
-            url=f"http://127.0.0.1:{port}/mcp", transport="streamable_http", headers={}, call_timeout=10
-        )
-
-    def wait_until_listening(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the demo MCP server exited early:\n{self.output()}")
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                sock.settimeout(0.2)
-                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError("the demo MCP server did not start listening in time")
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+        super().__init__(port)
+        self.endpoint = Endpoint(url=f"{self.base_url}/mcp", transport="streamable_http", headers={}, call_timeout=10)
 
     def call(self, name: str, arguments: dict) -> ToolOutcome:
         return call_tool(self.endpoint, name, arguments, tool_call_id=f"test-{name}")
@@ -88,13 +48,7 @@ class DemoServer:
 
 
 def start_demo_server() -> DemoServer:
-    server = DemoServer(unused_port())
-    try:
-        server.wait_until_listening()
-    except BaseException:
-        server.close()
-        raise
-    return server
+    return DemoServer.start()
 
 
 @pytest.fixture(scope="module")

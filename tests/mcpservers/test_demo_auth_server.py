@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,8 +34,8 @@ from mcpservers.demo_auth_server import DEMO_CLIENT_ID, DEMO_SCOPE, AuthServer, 
 from mcpservers.models import AuthType, MCPServer, MCPUserToken
 from mcpservers.selectors import servers_usable_by
 from organizations.models import User
-from tests.peers.mcp_servers import unused_port
 from tests.peers.oauth_server import _bind, _serve, pkce_pair
+from tests.peers.processes import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_TOOLS = ["current_time", "word_count", "roll_dice", "lookup_http_status"]
@@ -50,62 +49,15 @@ HTTP_TIMEOUT = 10
 # The server as a process --------------------------------------------------------------------------------------------
 
 
-class DemoAuthProcess:
-    """``python -m mcpservers.demo_auth_server --port <port>`` (as ``make run`` starts it), output kept in a file."""
+class DemoAuthProcess(ServerProcess):
+    """``python -m mcpservers.demo_auth_server --port <port>`` (as ``make run`` starts it)."""
 
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.log = tempfile.TemporaryFile()  # not a pipe: a full pipe would block the server
-        # Our own fixed command line.
-        self.proc = subprocess.Popen(  # noqa: S603
-            [sys.executable, "-m", "mcpservers.demo_auth_server", "--port", str(port)],
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def wait_until_listening(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the demo authorization server exited early:\n{self.output()}")
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                sock.settimeout(0.2)
-                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise RuntimeError("the demo authorization server did not start listening in time")
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+    what = "demo authorization server"
+    module = "mcpservers.demo_auth_server"
 
 
 def start_process() -> DemoAuthProcess:
-    process = DemoAuthProcess(unused_port())
-    try:
-        process.wait_until_listening()
-    except BaseException:
-        process.close()
-        raise
-    return process
+    return DemoAuthProcess.start()
 
 
 @pytest.fixture(scope="module")

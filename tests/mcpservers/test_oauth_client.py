@@ -1254,88 +1254,81 @@ def test_discovery_as_a_whole_ends_at_its_deadline(stubs, monkeypatch):
     assert caught.value.message == oauth.DISCOVERY_FAILED
 
 
-def test_a_body_trickled_a_byte_at_a_time_cannot_outlast_the_deadline(monkeypatch):
-    monkeypatch.setattr(oauth, "TIMEOUT_SECONDS", 2.0)
-    monkeypatch.setattr(oauth, "DISCOVERY_DEADLINE_SECONDS", 1.0)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    sent: list[int] = []
+class Trickler:
+    """A raw HTTP peer on 127.0.0.1 that answers every request with ``head``, then ``piece`` again and again (up to
+    ``times``, ``pause`` apart) until the client goes away. ``asked`` holds the requests; ``sent`` how many pieces
+    each answer got out before the client hung up."""
 
-    def trickle() -> None:
+    def __init__(self, head: bytes, piece: bytes, *, pause: float, times: int) -> None:
+        self.head, self.piece, self.pause, self.times = head, piece, pause, times
+        self.asked: list[bytes] = []
+        self.sent: list[int] = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
         while True:
             try:
-                conn, _ = listener.accept()
+                conn, _ = self.listener.accept()
             except OSError:
                 return
             with conn:
-                conn.recv(65536)
+                self.asked.append(conn.recv(65536))
                 count = 0
                 try:
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
-                    for _ in range(1000):
-                        conn.sendall(b" ")
+                    conn.sendall(self.head)
+                    for _ in range(self.times):
+                        conn.sendall(self.piece)
                         count += 1
-                        time.sleep(0.05)
+                        time.sleep(self.pause)
                 except OSError:
                     pass
-                sent.append(count)
+                self.sent.append(count)
 
-    threading.Thread(target=trickle, daemon=True).start()
+    def close(self) -> None:
+        self.listener.close()
+
+    def wait_for_hang_ups(self) -> None:
+        """Each answer's count is known once the peer notices the closed connection (at its next send)."""
+        waited = time.monotonic() + 5
+        while len(self.sent) < len(self.asked) and time.monotonic() < waited:
+            time.sleep(0.05)
+
+
+def test_a_body_trickled_a_byte_at_a_time_cannot_outlast_the_deadline(monkeypatch):
+    monkeypatch.setattr(oauth, "TIMEOUT_SECONDS", 2.0)
+    monkeypatch.setattr(oauth, "DISCOVERY_DEADLINE_SECONDS", 1.0)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    peer = Trickler(head, b" ", pause=0.05, times=1000)
     try:
         with pytest.raises(OAuthError) as caught:
-            discover(f"http://127.0.0.1:{listener.getsockname()[1]}")
+            discover(peer.url)
     finally:
-        listener.close()
+        peer.close()
 
     assert caught.value.detail == "gave up after 1 s"
-    waited = time.monotonic() + 5
-    while not sent and time.monotonic() < waited:  # the peer notices the closed connection at its next send
-        time.sleep(0.05)
+    peer.wait_for_hang_ups()
     # 1 s of a byte every 50 ms is about 20 bytes; iter_content would have waited for all 1000 (50 s).
-    assert sent and max(sent) < 200
+    assert peer.sent and max(peer.sent) < 200
 
 
 def test_a_compressed_body_is_refused_without_reading_it(monkeypatch):
     monkeypatch.setattr(oauth, "DISCOVERY_DEADLINE_SECONDS", 5.0)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    sent: list[int] = []
-    asked: list[bytes] = []
-
-    def gzip_trickle() -> None:  # a gzip header, then empty deflate blocks forever: nothing ever decodes
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                asked.append(conn.recv(65536))
-                count = 0
-                try:
-                    conn.sendall(
-                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                        b"Transfer-Encoding: chunked\r\n\r\n"
-                    )
-                    conn.sendall(b"a\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\r\n")
-                    for _ in range(400):
-                        conn.sendall(b"5\r\n\x00\x00\x00\xff\xff\r\n")
-                        count += 1
-                        time.sleep(0.01)
-                except OSError:
-                    pass
-                sent.append(count)
-
-    threading.Thread(target=gzip_trickle, daemon=True).start()
+    # A gzip header, then empty deflate blocks forever: nothing ever decodes.
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\na\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\r\n"
+    )
+    peer = Trickler(head, b"5\r\n\x00\x00\x00\xff\xff\r\n", pause=0.01, times=400)
     try:
         with pytest.raises(OAuthError):
-            discover(f"http://127.0.0.1:{listener.getsockname()[1]}")
+            discover(peer.url)
     finally:
-        listener.close()
+        peer.close()
 
-    waited = time.monotonic() + 5
-    while len(sent) < len(asked) and time.monotonic() < waited:
-        time.sleep(0.05)
-    assert asked and all(b"accept-encoding: identity" in request.lower() for request in asked)
-    assert sent and max(sent) < 100  # each answer was dropped at its headers, not read for 4 s
+    peer.wait_for_hang_ups()
+    assert peer.asked and all(b"accept-encoding: identity" in request.lower() for request in peer.asked)
+    assert peer.sent and max(peer.sent) < 100  # each answer was dropped at its headers, not read for 4 s

@@ -69,6 +69,16 @@ def authorizations(peer) -> list[str | None]:
     return [r.headers.get("authorization") for r in peer.snapshot() if not r.target.startswith("/.well-known/")]
 
 
+def signed_in_echo(world, idp):
+    """A user_oidc server behind the provider's gate, bob signed in through the provider, and the echo tool of a new
+    chat of his (listed with his token). Returns (the protected server, the tool)."""
+    resource = idp.protected_mcp_server()
+    user_oidc_server(world, resource.url)
+    oidc_sign_in(Client(), idp)
+    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
+    return resource, next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+
+
 def test_a_chat_step_sends_the_owner_s_oidc_access_token(world, idp, send):
     resource = idp.protected_mcp_server()  # lets in only this provider's valid access tokens
     user_oidc_server(world, resource.url)
@@ -158,11 +168,7 @@ def test_a_refused_token_is_refreshed_once_and_the_listing_retried(world, idp):
 
 
 def test_a_tool_call_refused_with_401_is_retried_once_after_a_refresh(world, idp):
-    resource = idp.protected_mcp_server()
-    user_oidc_server(world, resource.url)
-    oidc_sign_in(Client(), idp)
-    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
-    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    resource, echo = signed_in_echo(world, idp)
     old = str(UserOIDCToken.objects.get(user=world.member).access_token)
     idp.expire_access_tokens()
     idp.reset_records()
@@ -192,11 +198,7 @@ def test_a_password_user_refused_with_401_is_not_retried(world, idp):
 
 
 def test_an_unreachable_provider_keeps_the_tokens_for_the_next_attempt(world, idp):
-    resource = idp.protected_mcp_server()
-    user_oidc_server(world, resource.url)
-    oidc_sign_in(Client(), idp)
-    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
-    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    resource, echo = signed_in_echo(world, idp)
     idp.expire_access_tokens()
     idp.token_endpoint_status = 503
 
@@ -208,11 +210,7 @@ def test_an_unreachable_provider_keeps_the_tokens_for_the_next_attempt(world, id
 
 
 def test_a_refused_refresh_token_deletes_the_tokens(world, idp):
-    resource = idp.protected_mcp_server()
-    user_oidc_server(world, resource.url)
-    oidc_sign_in(Client(), idp)
-    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
-    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    resource, echo = signed_in_echo(world, idp)
     idp.revoke_all()  # the access token and the refresh token
 
     assert echo.handler({"text": "hi"}, "call-1").is_error
@@ -222,11 +220,7 @@ def test_a_refused_refresh_token_deletes_the_tokens(world, idp):
 
 
 def test_a_server_that_refuses_every_token_gets_one_oidc_refresh_a_minute(world, idp):
-    resource = idp.protected_mcp_server()
-    user_oidc_server(world, resource.url)
-    oidc_sign_in(Client(), idp)
-    chat = chat_services.chat_create(owner=world.member, organization=world.acme)
-    echo = next(tool for tool in chat_mcp.mcp_tools(chat, None) if tool.name == "directory__echo")
+    resource, echo = signed_in_echo(world, idp)
     resource.gate.scopes = ["admin"]  # no token of this provider will do from now on
     idp.reset_records()
 
