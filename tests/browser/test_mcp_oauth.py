@@ -32,19 +32,17 @@ COMPOSER = "#composer-input"
 ECHOED = "hello from the protected tracker"
 
 
-@pytest.fixture
-def tracker(live_world, live_server, settings, oauth_server):
-    """An OAuth2 MCP server of acme (manual configuration against the peer), shared with Everyone."""
-    settings.SITE_URL = live_server.url
-    authz = oauth_server()
-    client = authz.add_client(secret=CLIENT_SECRET)  # any redirect URI
-    server = mcp_services.mcp_server_create(
-        actor=live_world.org_admin,
-        organization=live_world.acme,
+def register_tracker(world, authz, url: str):
+    """ "Tracker", an OAuth2 MCP server of acme at ``url``, configured by hand against ``authz`` (a confidential
+    client that accepts any redirect URI), off by default and shared with Everyone."""
+    client = authz.add_client(secret=CLIENT_SECRET)
+    return mcp_services.mcp_server_create(
+        actor=world.org_admin,
+        organization=world.acme,
         data={
             "display_name": "Tracker",
             "slug": "tracker",
-            "url": authz.url("/mcp"),
+            "url": url,
             "enabled": True,
             "availability": "default_off",
             "auth_type": "oauth2",
@@ -56,6 +54,14 @@ def tracker(live_world, live_server, settings, oauth_server):
             "oauth2_scopes": "mcp",
         },
     )
+
+
+@pytest.fixture
+def tracker(live_world, live_server, settings, oauth_server):
+    """An OAuth2 MCP server of acme (manual configuration against the peer), shared with Everyone."""
+    settings.SITE_URL = live_server.url
+    authz = oauth_server()
+    server = register_tracker(live_world, authz, authz.url("/mcp"))
     return authz, server
 
 
@@ -180,26 +186,7 @@ def protected_tracker(live_world, live_server, settings, oauth_server, model_ser
     settings.SITE_URL = live_server.url
     authz = oauth_server(logged_in_user="bob")
     protected = authz.protected_mcp_server("streamable_http")
-    client = authz.add_client(secret=CLIENT_SECRET)
-    server = mcp_services.mcp_server_create(
-        actor=live_world.org_admin,
-        organization=live_world.acme,
-        data={
-            "display_name": "Tracker",
-            "slug": "tracker",
-            "url": protected.url,
-            "transport": "streamable_http",
-            "enabled": True,
-            "availability": "default_off",
-            "auth_type": "oauth2",
-            "oauth2_client_id": client.client_id,
-            "oauth2_client_secret": CLIENT_SECRET,
-            "oauth2_auth_url": authz.authorization_endpoint,
-            "oauth2_token_url": authz.token_endpoint,
-            "oauth2_revocation_url": authz.revocation_endpoint,
-            "oauth2_scopes": "mcp",
-        },
-    )
+    server = register_tracker(live_world, authz, protected.url)
     chat_services.provider_save(
         actor=live_world.site_owner,
         name="scripted",

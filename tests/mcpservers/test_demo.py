@@ -47,30 +47,17 @@ class DemoServer(ServerProcess):
         return json.loads(outcome.content)
 
 
-def start_demo_server() -> DemoServer:
-    return DemoServer.start()
-
-
 @pytest.fixture(scope="module")
 def demo() -> Iterator[DemoServer]:
-    server = start_demo_server()
-    try:
+    with DemoServer.running() as server:
         yield server
-    finally:
-        try:
-            server.stop()
-        finally:
-            server.close()
 
 
 @pytest.fixture
 def own_demo() -> Iterator[DemoServer]:
-    """A server for one test, which may stop it itself; stopped after the test in any case."""
-    server = start_demo_server()
-    try:
+    """A server for one test, which may stop it itself; killed after the test in any case."""
+    with DemoServer.running(stop_first=False) as server:
         yield server
-    finally:
-        server.close()
 
 
 # The server ---------------------------------------------------------------------------------------------------

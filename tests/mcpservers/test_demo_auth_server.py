@@ -56,30 +56,17 @@ class DemoAuthProcess(ServerProcess):
     module = "mcpservers.demo_auth_server"
 
 
-def start_process() -> DemoAuthProcess:
-    return DemoAuthProcess.start()
-
-
 @pytest.fixture(scope="module")
 def process() -> Iterator[DemoAuthProcess]:
-    server = start_process()
-    try:
+    with DemoAuthProcess.running() as server:
         yield server
-    finally:
-        try:
-            server.stop()
-        finally:
-            server.close()
 
 
 @pytest.fixture
 def own_process() -> Iterator[DemoAuthProcess]:
     """A process for one test, which may stop it itself; killed after the test in any case."""
-    server = start_process()
-    try:
+    with DemoAuthProcess.running(stop_first=False) as server:
         yield server
-    finally:
-        server.close()
 
 
 # The server in a thread ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.peers.mcp_servers import unused_port
@@ -42,6 +44,21 @@ class ServerProcess:
             process.close()
             raise
         return process
+
+    @classmethod
+    @contextmanager
+    def running(cls, *, stop_first: bool = True) -> Iterator:
+        """A started process for a ``with`` block (a fixture's body). Afterwards it is stopped with SIGTERM
+        (``stop_first``, which also checks that it stops), and killed if still there."""
+        process = cls.start()
+        try:
+            yield process
+        finally:
+            try:
+                if stop_first:
+                    process.stop()
+            finally:
+                process.close()
 
     def wait_until_listening(self, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
